@@ -1,0 +1,245 @@
+"""Devices, compiled operators and dispatch: the one place where gpuops talks to wgpu."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import wgpu
+
+from .enums import FeatureLevel
+from .errors import DeviceError, ValidationError
+from .layout import Iteration, Window, coalesce, window_for
+from .operators import OperatorSpec, spec_of
+from .shaders import READ, READ_WRITE, KernelKey, shader_source
+from .tensor import TensorDesc
+from .validation import validate, validate_bindings
+
+MAX_WORKGROUPS_PER_DIMENSION = 65535
+PLAN_CACHE_SIZE = 64  # bound groups of bindings remembered per compiled operator
+
+
+@dataclass(frozen=True)
+class Binding:
+    """DML_BUFFER_BINDING: a region of a wgpu buffer. `size` None means the rest of the buffer."""
+
+    buffer: wgpu.GPUBuffer
+    offset: int = 0
+    size: int | None = None
+
+    @property
+    def resolved_size(self) -> int:
+        return self.buffer.size - self.offset if self.size is None else self.size
+
+
+def _adapter_label(adapter) -> str:
+    info = adapter.info
+    return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
+
+
+def _pick_adapter(name: str | None):
+    if name is None:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        if adapter is None:
+            raise DeviceError("no WebGPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
+        return adapter
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    wanted = name.lower()
+    matches = [a for a in adapters
+               if any(wanted in str(a.info.get(k, "")).lower()
+                      for k in ("device", "description", "vendor", "backend_type", "adapter_type"))]
+    if not matches:
+        known = "; ".join(_adapter_label(a) for a in adapters) or "none"
+        raise DeviceError(f"no adapter matches {name!r}; adapters: {known}")
+    # Native backends before OpenGL, real GPUs before software ones.
+    rank = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
+    return min(matches, key=lambda a: (a.info["backend_type"] == "OpenGL", rank.get(a.info["adapter_type"], 4)))
+
+
+class Device:
+    """A WebGPU device that runs gpuops operators at one DirectML feature level."""
+
+    def __init__(self, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4,
+                 adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None):
+        try:
+            self.feature_level = FeatureLevel.parse(feature_level)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        if wgpu_device is not None:
+            self.wgpu_device = wgpu_device
+            self.adapter = wgpu_device.adapter
+        else:
+            self.adapter = _pick_adapter(adapter)
+            limits = self.adapter.limits
+            wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
+            features = [f for f in ("timestamp-query",) if f in self.adapter.features]
+            self.wgpu_device = self.adapter.request_device_sync(
+                label="gpuops", required_features=features, required_limits={k: limits[k] for k in wanted})
+        self.limits = self.wgpu_device.limits
+        self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
+        self.max_binding_size = self.limits["max-storage-buffer-binding-size"]
+        self._lock = threading.RLock()
+        self._pipelines: dict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = {}
+        self._compiled: dict[tuple[object, FeatureLevel], CompiledOperator] = {}
+
+    @property
+    def adapter_name(self) -> str:
+        return _adapter_label(self.adapter)
+
+    def compile(self, desc: object, feature_level: FeatureLevel | str | int | None = None) -> CompiledOperator:
+        """Validate `desc` at the feature level (the device's by default) and prepare its dispatch (cached)."""
+        try:
+            level = self.feature_level if feature_level is None else FeatureLevel.parse(feature_level)
+        except ValueError as exc:
+            raise ValidationError(str(exc)) from None
+        key = (desc, level)
+        with self._lock:
+            compiled = self._compiled.get(key)
+            if compiled is None:
+                validate(desc, level)
+                compiled = self._compiled[key] = CompiledOperator(self, desc)
+            return compiled
+
+    def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
+        with self._lock:
+            found = self._pipelines.get(key)
+            if found is None:
+                found = self._pipelines[key] = self._create_pipeline(key)
+            return found
+
+    def _create_pipeline(self, key: KernelKey):
+        device = self.wgpu_device
+        module = device.create_shader_module(label=key.shader, code=shader_source(key))
+        entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+        for binding, access in enumerate(key.input_access, start=1):
+            kind = wgpu.BufferBindingType.read_only_storage if access == READ else wgpu.BufferBindingType.storage
+            entries.append({"binding": binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}})
+        entries.append({"binding": key.output_binding, "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": wgpu.BufferBindingType.storage}})
+        layout = device.create_bind_group_layout(entries=entries)
+        pipeline = device.create_compute_pipeline(
+            label=key.shader, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+            compute={"module": module, "entry_point": "main"})
+        return pipeline, layout
+
+
+@dataclass(frozen=True)
+class _Dispatch:
+    bind_group: wgpu.GPUBindGroup
+    grid: tuple[int, int, int]
+    uniforms: wgpu.GPUBuffer  # kept alive with the bind group
+
+
+@dataclass(frozen=True)
+class _Plan:
+    pipeline: wgpu.GPUComputePipeline
+    dispatches: tuple[_Dispatch, ...]
+
+
+class CompiledOperator:
+    """A validated operator description, ready to record against bindings (DirectML's compiled operator)."""
+
+    def __init__(self, device: Device, desc: object):
+        self.device = device
+        self.desc = desc
+        self.spec: OperatorSpec = spec_of(desc)
+        self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.spec.tensor_fields)
+        first = self.tensors[0]
+        self.iteration: Iteration = coalesce(first.sizes, [t.element_strides for t in self.tensors])
+        self._plans: OrderedDict[tuple, _Plan] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def execute(self, bindings: Mapping[str, Binding]) -> None:
+        """Run once on the device's queue."""
+        encoder = self.device.wgpu_device.create_command_encoder()
+        self.record(encoder, bindings)
+        self.device.wgpu_device.queue.submit([encoder.finish()])
+
+    def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding]) -> None:
+        """Record the work into a caller's command encoder; the caller submits it."""
+        plan = self._plan(bindings)
+        compute_pass = encoder.begin_compute_pass()
+        compute_pass.set_pipeline(plan.pipeline)
+        for dispatch in plan.dispatches:
+            compute_pass.set_bind_group(0, dispatch.bind_group)
+            compute_pass.dispatch_workgroups(*dispatch.grid)
+        compute_pass.end()
+
+    def _plan(self, bindings: Mapping[str, Binding]) -> _Plan:
+        cache_key = tuple(sorted(bindings.items(), key=lambda item: item[0])) if isinstance(bindings, Mapping) \
+            else None
+        with self._lock:
+            if cache_key is not None and cache_key in self._plans:
+                self._plans.move_to_end(cache_key)
+                return self._plans[cache_key]
+        validate_bindings(self.spec, self.desc, bindings, self.device)
+        plan = self._make_plan(bindings)
+        with self._lock:
+            self._plans[cache_key] = plan
+            while len(self._plans) > PLAN_CACHE_SIZE:
+                self._plans.popitem(last=False)
+        return plan
+
+    def _make_plan(self, bindings: Mapping[str, Binding]) -> _Plan:
+        spec, device = self.spec, self.device
+        ordered = [bindings[name] for name in spec.tensor_fields]
+        windows: list[Window] = []
+        for binding, tensor in zip(ordered, self.tensors):
+            window = window_for(binding.offset, tensor.total_tensor_size_in_bytes, tensor.data_type.size,
+                                device.storage_offset_alignment, binding.buffer.size)
+            if window.size > device.max_binding_size:
+                raise DeviceError(f"{spec.name}: a binding of {window.size} bytes is larger than the adapter's "
+                                  f"storage binding limit {device.max_binding_size}")
+            windows.append(window)
+        output = ordered[-1]
+        inputs = ordered[:-1]
+        access = tuple(READ_WRITE if b.buffer is output.buffer else READ for b in inputs)
+        # Operand slots in the shader are a, b, out; a unary operator leaves slot b empty.
+        slots = list(range(len(inputs))) + [2]
+        it = self.iteration
+        linear = [True, True, True]
+        for operand, (slot, window, tensor) in enumerate(zip(slots, windows, self.tensors)):
+            per_word = max(1, 4 // tensor.data_type.size)
+            linear[slot] = it.is_linear(operand) and window.base_element % per_word == 0
+        key = KernelKey(
+            shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
+            input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_access=access,
+            constants=tuple(sorted(spec.shader_constants(self.desc).items())))
+        pipeline, layout = device.pipeline(key)
+
+        element_count = int(np.prod(it.sizes))
+        uniforms = _uniform_bytes(it, slots, [w.base_element for w in windows], element_count, key.unit)
+        wgpu_device = device.wgpu_device
+        uniform_buffer = wgpu_device.create_buffer_with_data(data=uniforms, usage=wgpu.BufferUsage.UNIFORM)
+        entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
+        for binding_index, (binding, window) in enumerate(zip(ordered, windows), start=1):
+            entries.append({"binding": binding_index if binding_index <= len(inputs) else key.output_binding,
+                            "resource": {"buffer": binding.buffer, "offset": window.offset, "size": window.size}})
+        bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
+        units = -(-element_count // key.unit)
+        groups = -(-units // (key.workgroup_size * key.units_per_invocation))
+        grid = _grid(groups)
+        return _Plan(pipeline, (_Dispatch(bind_group, grid, uniform_buffer),))
+
+
+def _grid(groups: int) -> tuple[int, int, int]:
+    if groups <= MAX_WORKGROUPS_PER_DIMENSION:
+        return (groups, 1, 1)
+    return (MAX_WORKGROUPS_PER_DIMENSION, -(-groups // MAX_WORKGROUPS_PER_DIMENSION), 1)
+
+
+def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_count: int, unit: int) -> bytes:
+    """The Params struct of wgsl/common.wgsl."""
+    sizes = np.ones(8, np.uint32)
+    sizes[: it.rank] = it.sizes
+    strides = np.zeros((3, 8), np.uint32)
+    base = np.zeros(4, np.uint32)
+    for operand, slot in enumerate(slots):
+        strides[slot, : it.rank] = it.strides[operand]
+        base[slot] = bases[operand]
+    tail = np.array([element_count, -(-element_count // unit), 0, 0], np.uint32)
+    return b"".join(a.tobytes() for a in (sizes, strides, base, tail))

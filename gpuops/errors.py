@@ -1,0 +1,15 @@
+"""The one error hierarchy of gpuops: every refusal a caller can trigger is a GpuOpsError."""
+
+from __future__ import annotations
+
+
+class GpuOpsError(Exception):
+    """Base class of every error gpuops raises on purpose."""
+
+
+class ValidationError(GpuOpsError, ValueError):
+    """A description, binding or array that DirectML's contract (or gpuops' own decisions) refuses."""
+
+
+class DeviceError(GpuOpsError, RuntimeError):
+    """No usable adapter, or the adapter cannot do what was asked (memory, limits)."""

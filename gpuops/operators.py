@@ -1,0 +1,127 @@
+"""The five operators: their descriptions (frozen dataclasses) and their rows in one registry.
+
+Adding an operator means a desc class here, a row in OPERATORS, its support rows in support.py and one WGSL file
+in wgsl/ops/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Callable, Union
+
+from .enums import FeatureLevel, IsInfinityMode
+from .errors import ValidationError
+from .tensor import TensorDesc
+
+
+@dataclass(frozen=True)
+class SignDesc:
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+
+
+@dataclass(frozen=True)
+class IsNanDesc:
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+
+
+@dataclass(frozen=True)
+class IsInfinityDesc:
+    input_tensor: TensorDesc
+    output_tensor: TensorDesc
+    infinity_mode: IsInfinityMode = IsInfinityMode.EITHER
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "infinity_mode", IsInfinityMode.parse(self.infinity_mode))
+        except (ValueError, TypeError):
+            raise ValidationError(
+                f"ELEMENT_WISE_IS_INFINITY: IsInfinityDesc.infinity_mode: {self.infinity_mode!r} is not a mode; "
+                "allowed: EITHER (0), POSITIVE (1), NEGATIVE (2)"
+            ) from None
+
+
+@dataclass(frozen=True)
+class ModulusFloorDesc:
+    a_tensor: TensorDesc
+    b_tensor: TensorDesc
+    output_tensor: TensorDesc
+
+
+@dataclass(frozen=True)
+class ModulusTruncateDesc:
+    a_tensor: TensorDesc
+    b_tensor: TensorDesc
+    output_tensor: TensorDesc
+
+
+OperatorDesc = Union[SignDesc, IsNanDesc, IsInfinityDesc, ModulusFloorDesc, ModulusTruncateDesc]
+
+
+@dataclass(frozen=True)
+class OperatorSpec:
+    """One operator's row: what it is called, since when it exists, its tensors, its shader."""
+
+    name: str  # DML_OPERATOR_<name>
+    dml_id: int
+    since: FeatureLevel
+    desc_type: type
+    inputs: tuple[str, ...]  # desc field names of the input tensors, in binding order
+    output: str
+    same_data_type: tuple[str, ...]  # fields whose DataType must be equal
+    in_place: bool  # may the output alias an input (identical region)?
+    shader: str  # file under wgsl/ops/
+    # What the shader text depends on besides data types and layout: desc field -> WGSL constant.
+    shader_constants: Callable[[object], dict[str, int]] = lambda desc: {}
+
+    @property
+    def tensor_fields(self) -> tuple[str, ...]:
+        return self.inputs + (self.output,)
+
+    @property
+    def numpy_name(self) -> str:
+        return self.name.removeprefix("ELEMENT_WISE_").lower()
+
+
+OPERATORS: tuple[OperatorSpec, ...] = (
+    OperatorSpec("ELEMENT_WISE_SIGN", 79, FeatureLevel.LEVEL_2_0, SignDesc,
+                 ("input_tensor",), "output_tensor", ("input_tensor", "output_tensor"), True, "sign.wgsl"),
+    OperatorSpec("ELEMENT_WISE_IS_NAN", 80, FeatureLevel.LEVEL_2_0, IsNanDesc,
+                 ("input_tensor",), "output_tensor", (), False, "is_nan.wgsl"),
+    OperatorSpec("ELEMENT_WISE_IS_INFINITY", 100, FeatureLevel.LEVEL_2_1, IsInfinityDesc,
+                 ("input_tensor",), "output_tensor", (), False, "is_infinity.wgsl",
+                 lambda desc: {"INFINITY_MODE": int(desc.infinity_mode)}),
+    OperatorSpec("ELEMENT_WISE_MODULUS_TRUNCATE", 101, FeatureLevel.LEVEL_2_1, ModulusTruncateDesc,
+                 ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
+                 "modulus_truncate.wgsl"),
+    OperatorSpec("ELEMENT_WISE_MODULUS_FLOOR", 102, FeatureLevel.LEVEL_2_1, ModulusFloorDesc,
+                 ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
+                 "modulus_floor.wgsl"),
+)
+
+_BY_DESC_TYPE = {spec.desc_type: spec for spec in OPERATORS}
+_BY_NAME = {spec.name: spec for spec in OPERATORS}
+
+
+def spec_of(desc: object) -> OperatorSpec:
+    """The row of a desc instance; anything else is refused."""
+    spec = _BY_DESC_TYPE.get(type(desc))
+    if spec is None:
+        known = ", ".join(s.desc_type.__name__ for s in OPERATORS)
+        raise ValidationError(f"{type(desc).__name__} is not an operator description gpuops knows; known: {known}")
+    return spec
+
+
+def spec_by_name(name: str) -> OperatorSpec:
+    """'DML_OPERATOR_ELEMENT_WISE_SIGN', 'ELEMENT_WISE_SIGN' or 'sign'."""
+    key = name.strip().upper().removeprefix("DML_OPERATOR_")
+    spec = _BY_NAME.get(key) or _BY_NAME.get("ELEMENT_WISE_" + key)
+    if spec is None:
+        known = ", ".join(_BY_NAME)
+        raise ValidationError(f"operator {name!r} is not implemented by gpuops; implemented: {known}")
+    return spec
+
+
+def desc_fields(desc: object) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(desc))

@@ -1,0 +1,136 @@
+"""Shader text: which WGSL files make a kernel, and the small generated prelude that specialises them.
+
+A kernel's text depends only on its KernelKey (a small immutable value, the pipeline cache key). Everything else
+(sizes, strides, offsets, element counts) goes in the uniform buffer, so one pipeline serves every tensor shape
+of the same rank and layout class. The prelude holds only aliases, constants and binding declarations; the shader
+bodies live in wgsl/ as hand-written files.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from .enums import DataType
+
+# wgsl/ beside the package in a source checkout; gpuops/wgsl/ in an installed wheel (see pyproject.toml).
+_HERE = Path(__file__).resolve().parent
+WGSL_DIR = next((p for p in (_HERE / "wgsl", _HERE.parent / "wgsl") if (p / "common.wgsl").is_file()),
+                _HERE.parent / "wgsl")
+
+WORKGROUP_SIZE = 256
+UNITS_PER_INVOCATION = 4
+
+# Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
+DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
+    DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl",)),
+    DataType.FLOAT16: ("float16.wgsl", ("f32_bits.wgsl",)),
+    DataType.INT32: ("sint.wgsl", ()),
+    DataType.INT16: ("sint.wgsl", ()),
+    DataType.INT8: ("sint.wgsl", ()),
+    DataType.UINT32: ("uint.wgsl", ()),
+    DataType.UINT16: ("uint.wgsl", ()),
+    DataType.UINT8: ("uint.wgsl", ()),
+    DataType.INT64: ("sint64.wgsl", ("u64.wgsl",)),
+    DataType.UINT64: ("uint64.wgsl", ("u64.wgsl",)),
+}
+
+READ = "read"
+READ_WRITE = "read_write"
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """Everything a kernel's shader text depends on."""
+
+    shader: str  # file in wgsl/ops/
+    input_type: DataType
+    output_type: DataType
+    input_count: int  # 1 or 2
+    rank: int  # dimensions of the coalesced iteration space, 1..8
+    linear: tuple[bool, ...]  # per operand slot (a, b, out): elements at base + position, word aligned
+    input_access: tuple[str, ...]  # per input: READ, or READ_WRITE when it shares a buffer with the output
+    constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
+    workgroup_size: int = WORKGROUP_SIZE
+    units_per_invocation: int = UNITS_PER_INVOCATION
+
+    @property
+    def wide(self) -> bool:
+        """64-bit element types: every operand has the same 8-byte type."""
+        return self.input_type.size == 8
+
+    @property
+    def unit(self) -> int:
+        """Elements per unit of work: one whole u32 word of the narrowest operand."""
+        if self.wide:
+            return 1
+        return 4 // min(self.input_type.size, self.output_type.size)
+
+    @property
+    def atomic_output(self) -> bool:
+        """Sub-word outputs with strides: lanes of one word may be written by different invocations."""
+        return self.output_type.size < 4 and not self.linear[2]
+
+    @property
+    def output_binding(self) -> int:
+        return 1 + self.input_count
+
+
+def _bits(data_type: DataType) -> int:
+    return data_type.size * 8
+
+
+def prelude(key: KernelKey) -> str:
+    """The generated head of a kernel: aliases, constants, bindings. No code paths."""
+    word = "vec2<u32>" if key.wide else "u32"
+    out_array = "array<atomic<u32>>" if key.atomic_output else "array<OutWord>"
+    lines = [
+        f"// gpuops kernel {key.shader}: {key.input_type.name} -> {key.output_type.name}, rank {key.rank}, "
+        f"linear a/b/out {key.linear}",
+        f"alias InElem = {word};",
+        f"alias OutElem = {word};",
+        f"alias InWord = {word};",
+        f"alias OutWord = {word};",
+        f"const IN_BITS: u32 = {_bits(key.input_type)}u;",
+        f"const OUT_BITS: u32 = {_bits(key.output_type)}u;",
+        f"const UNIT: u32 = {key.unit}u;",
+        f"const RANK: u32 = {key.rank}u;",
+        f"const A_LINEAR: bool = {str(key.linear[0]).lower()};",
+        f"const B_LINEAR: bool = {str(key.linear[1]).lower()};",
+        f"const OUT_LINEAR: bool = {str(key.linear[2]).lower()};",
+        f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",
+        f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
+    ]
+    lines += [f"const {name}: u32 = {value}u;" for name, value in key.constants]
+    names = ("a_buf", "b_buf")[: key.input_count]
+    for binding, (name, access) in enumerate(zip(names, key.input_access), start=1):
+        lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<InWord>;")
+    lines.append(f"@group(0) @binding({key.output_binding}) var<storage, read_write> out_buf: {out_array};")
+    return "\n".join(lines) + "\n"
+
+
+def shader_files(key: KernelKey) -> list[str]:
+    """The hand-written files a kernel is made of, relative to wgsl/, in order."""
+    family, libraries = DTYPE_SHADERS[key.input_type]
+    files = ["common.wgsl"]
+    if key.wide:
+        files.append("wide.wgsl")
+    else:
+        files += ["narrow.wgsl", "out_atomic.wgsl" if key.atomic_output else "out_plain.wgsl"]
+    files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
+    files += [f"lib/{name}" for name in libraries]
+    files += [f"dtype/{family}", f"ops/{key.shader}"]
+    return files
+
+
+@functools.lru_cache(maxsize=None)
+def _read(relative: str) -> str:
+    return (WGSL_DIR / relative).read_text()
+
+
+def shader_source(key: KernelKey) -> str:
+    parts = [prelude(key)]
+    for relative in shader_files(key):
+        parts.append(f"// ---- {relative}\n{_read(relative)}")
+    return "\n".join(parts)

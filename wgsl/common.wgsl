@@ -1,0 +1,68 @@
+// Shared by every kernel: the per-dispatch uniforms, element addressing and the entry point.
+// The generated prelude (gpuops/shaders.py) declares the aliases InElem/OutElem/InWord/OutWord, the constants
+// (RANK, UNIT, *_LINEAR, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...) and the bindings a_buf, b_buf, out_buf.
+
+const OPERAND_A: u32 = 0u;
+const OPERAND_B: u32 = 1u;
+const OPERAND_OUT: u32 = 2u;
+const ALL_LINEAR: bool = A_LINEAR && B_LINEAR && OUT_LINEAR;
+
+// Everything that varies per dispatch and not per shader text (ONNX Runtime's "uniforms" habit).
+struct Params {
+    sizes: array<vec4<u32>, 2>,                 // iteration sizes after coalescing, outermost first
+    strides: array<array<vec4<u32>, 2>, 3>,     // element strides of a, b and out along each dimension
+    base: vec4<u32>,                            // element offset of a, b, out's first element in its binding
+    element_count: u32,
+    unit_count: u32,                            // ceil(element_count / UNIT)
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+
+fn dim_size(d: u32) -> u32 {
+    return params.sizes[d / 4u][d % 4u];
+}
+
+fn dim_strides(d: u32) -> vec3<u32> {
+    return vec3<u32>(params.strides[OPERAND_A][d / 4u][d % 4u],
+                     params.strides[OPERAND_B][d / 4u][d % 4u],
+                     params.strides[OPERAND_OUT][d / 4u][d % 4u]);
+}
+
+// Element offsets of a, b and out for the element at row-major position `index` of the iteration space.
+fn element_offsets(index: u32) -> vec3<u32> {
+    var rest = index;
+    var offsets = params.base.xyz;
+    for (var d = RANK - 1u; d > 0u; d -= 1u) {
+        let size = dim_size(d);
+        offsets += (rest % size) * dim_strides(d);
+        rest = rest / size;
+    }
+    return offsets + rest * dim_strides(0u);
+}
+
+// Element offsets for a position; linear operands need no division.
+fn unit_offsets(index: u32) -> vec3<u32> {
+    if (ALL_LINEAR) {
+        return params.base.xyz + vec3<u32>(index);
+    }
+    return element_offsets(index);
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) group: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    // A 2-D grid, because one dimension holds at most 65535 workgroups.
+    let block = group.y * groups.x + group.x;
+    let first_unit = block * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
+    // Consecutive invocations take consecutive units, so every memory access of a warp is coalesced.
+    for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
+        let unit = first_unit + i * WORKGROUP_SIZE;
+        if (unit >= params.unit_count) {
+            return;
+        }
+        run_unit(unit);
+    }
+}

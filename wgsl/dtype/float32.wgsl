@@ -1,0 +1,32 @@
+// FLOAT32 elements as their bit patterns (see README.md for the interface).
+const ELEM_ZERO: u32 = 0u;
+const ELEM_ONE: u32 = 0x3f800000u;
+const ELEM_MINUS_ONE: u32 = 0xbf800000u;
+
+fn elem_is_nan(x: u32) -> bool {
+    return (x & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn elem_is_inf(x: u32) -> bool {
+    return (x & 0x7fffffffu) == 0x7f800000u;
+}
+
+fn elem_is_zero(x: u32) -> bool {
+    return (x & 0x7fffffffu) == 0u;
+}
+
+fn elem_is_negative(x: u32) -> bool {
+    return (x >> 31u) == 1u;
+}
+
+fn elem_fmod(a: u32, b: u32) -> u32 {
+    return f32_fmod_bits(a, b);
+}
+
+fn elem_add(a: u32, b: u32) -> u32 {
+    return f32_add_bits(a, b);
+}
+
+fn elem_zero_with_sign_of(b: u32) -> u32 {
+    return b & 0x80000000u;
+}

@@ -1,0 +1,38 @@
+// INT64 as vec2<u32> (low word, high word), two's complement over the full range (see README.md).
+const ELEM_ZERO: vec2<u32> = vec2<u32>(0u, 0u);
+const ELEM_ONE: vec2<u32> = vec2<u32>(1u, 0u);
+const ELEM_MINUS_ONE: vec2<u32> = vec2<u32>(0xffffffffu, 0xffffffffu);
+
+fn elem_is_nan(x: vec2<u32>) -> bool {
+    return false;
+}
+
+fn elem_is_inf(x: vec2<u32>) -> bool {
+    return false;
+}
+
+fn elem_is_zero(x: vec2<u32>) -> bool {
+    return u64_is_zero(x);
+}
+
+fn elem_is_negative(x: vec2<u32>) -> bool {
+    return (x.y >> 31u) == 1u;
+}
+
+fn sint64_magnitude(x: vec2<u32>) -> vec2<u32> {
+    return select(x, u64_negate(x), elem_is_negative(x));
+}
+
+fn elem_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    // u64_rem gives 0 for a zero divisor; INT64_MIN % -1 gives 0 like the narrower types.
+    let r = u64_rem(sint64_magnitude(a), sint64_magnitude(b));
+    return select(r, u64_negate(r), elem_is_negative(a));
+}
+
+fn elem_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return u64_add(a, b);
+}
+
+fn elem_zero_with_sign_of(b: vec2<u32>) -> vec2<u32> {
+    return ELEM_ZERO;
+}

@@ -1,0 +1,35 @@
+// UINT8, UINT16, UINT32: the bits in the low IN_BITS of a u32, upper bits zero (see README.md).
+const ELEM_ZERO: u32 = 0u;
+const ELEM_ONE: u32 = 1u;
+const ELEM_MINUS_ONE: u32 = IN_MASK;  // never produced: no unsigned value is negative
+
+fn elem_is_nan(x: u32) -> bool {
+    return false;
+}
+
+fn elem_is_inf(x: u32) -> bool {
+    return false;
+}
+
+fn elem_is_zero(x: u32) -> bool {
+    return x == 0u;
+}
+
+fn elem_is_negative(x: u32) -> bool {
+    return false;
+}
+
+fn elem_fmod(a: u32, b: u32) -> u32 {
+    if (b == 0u) {
+        return 0u;  // gpuops decision, as NumPy: x % 0 == 0
+    }
+    return a % b;
+}
+
+fn elem_add(a: u32, b: u32) -> u32 {
+    return (a + b) & IN_MASK;
+}
+
+fn elem_zero_with_sign_of(b: u32) -> u32 {
+    return 0u;
+}

@@ -1,0 +1,32 @@
+// UINT64 as vec2<u32> (low word, high word) over the full range (see README.md).
+const ELEM_ZERO: vec2<u32> = vec2<u32>(0u, 0u);
+const ELEM_ONE: vec2<u32> = vec2<u32>(1u, 0u);
+const ELEM_MINUS_ONE: vec2<u32> = vec2<u32>(0xffffffffu, 0xffffffffu);  // never produced
+
+fn elem_is_nan(x: vec2<u32>) -> bool {
+    return false;
+}
+
+fn elem_is_inf(x: vec2<u32>) -> bool {
+    return false;
+}
+
+fn elem_is_zero(x: vec2<u32>) -> bool {
+    return u64_is_zero(x);
+}
+
+fn elem_is_negative(x: vec2<u32>) -> bool {
+    return false;
+}
+
+fn elem_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return u64_rem(a, b);  // 0 for a zero divisor
+}
+
+fn elem_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return u64_add(a, b);
+}
+
+fn elem_zero_with_sign_of(b: vec2<u32>) -> vec2<u32> {
+    return ELEM_ZERO;
+}
