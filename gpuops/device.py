@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -72,7 +73,8 @@ class Device:
             self.wgpu_device = wgpu_device
             self.adapter = wgpu_device.adapter
         else:
-            self.adapter = _pick_adapter(adapter)
+            # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
+            self.adapter = _pick_adapter(adapter or os.environ.get("GPUOPS_ADAPTER") or None)
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]

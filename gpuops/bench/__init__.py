@@ -1,0 +1,1 @@
+"""gpuops-bench: operator microbenchmarks, sweeps and DxDispatch model files."""

@@ -1,0 +1,17 @@
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+import gpuops
+
+# Modest example counts in CI; GPUOPS_HYPOTHESIS_EXAMPLES=1000 for a long run.
+settings.register_profile("gpuops", max_examples=int(os.environ.get("GPUOPS_HYPOTHESIS_EXAMPLES", "25")),
+                          deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gpuops")
+
+
+@pytest.fixture(scope="session")
+def device() -> gpuops.Device:
+    # No skip: a machine without an adapter must fail here, loudly (CI has to prove the shaders run).
+    return gpuops.default_device()

@@ -1,0 +1,92 @@
+"""A DML-level harness: real buffers with canary bytes around (and between) tensor elements, one execution,
+then every element compared with NumPy and every other byte of the output buffer checked unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import wgpu
+
+import gpuops
+from gpuops import DataType, TensorDesc
+from gpuops.operators import spec_by_name, spec_of
+
+from .reference import assert_same_bits, reference
+
+USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+
+
+def make_desc(operator: str, mode, in_type: DataType, out_type: DataType, sizes, strides: dict | None = None,
+              **tensor_kwargs):
+    spec = spec_by_name(operator)
+    strides = strides or {}
+    tensors = {}
+    for name in spec.tensor_fields:
+        data_type = out_type if name == spec.output else in_type
+        tensors[name] = TensorDesc(data_type, tuple(sizes), strides.get(name), **tensor_kwargs.get(name, {}))
+    extra = {"infinity_mode": mode} if mode is not None else {}
+    return spec.desc_type(**tensors, **extra)
+
+
+def element_view(host: np.ndarray, tensor: TensorDesc, offset: int) -> np.ndarray:
+    """The tensor's elements inside a host byte array, as a (writable) strided NumPy view."""
+    itemsize = tensor.data_type.size
+    return np.ndarray(tensor.sizes, tensor.data_type.numpy_dtype, buffer=host.data, offset=offset,
+                      strides=tuple(s * itemsize for s in tensor.element_strides))
+
+
+def element_byte_mask(length: int, tensor: TensorDesc, offset: int) -> np.ndarray:
+    itemsize = tensor.data_type.size
+    starts = np.full(1, offset, np.int64)
+    for size, stride in zip(tensor.sizes, tensor.element_strides):
+        starts = (starts[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride * itemsize).reshape(-1)
+    mask = np.zeros(length, bool)
+    mask[(starts[:, None] + np.arange(itemsize)[None, :]).reshape(-1)] = True
+    return mask
+
+
+def run_and_check(device: gpuops.Device, desc, rng: np.random.Generator, value_source,
+                  offsets: dict | None = None, in_place: str | None = None, slack: int = 48,
+                  feature_level=None) -> None:
+    """Execute `desc` on buffers holding `value_source(data_type, count)` values and check it bit for bit.
+
+    `in_place` names the input whose region the output shares."""
+    spec = spec_of(desc)
+    offsets = dict(offsets or {})
+    if in_place:
+        offsets[spec.output] = offsets.get(in_place, 0)
+    hosts: dict[str, np.ndarray] = {}
+    logical = []
+    for name in spec.inputs:
+        tensor = getattr(desc, name)
+        offset = offsets.get(name, 0)
+        length = -(-(offset + tensor.total_tensor_size_in_bytes + slack) // 16) * 16
+        host = rng.integers(0, 256, length, dtype=np.uint8)  # canary: random bytes everywhere
+        view = element_view(host, tensor, offset)
+        view[...] = value_source(tensor.data_type, view.size).reshape(view.shape)
+        hosts[name] = host
+        logical.append(view.copy())
+    out_tensor = getattr(desc, spec.output)
+    out_offset = offsets.get(spec.output, 0)
+    if in_place:
+        out_host = hosts[in_place]
+    else:
+        length = -(-(out_offset + out_tensor.total_tensor_size_in_bytes + slack) // 16) * 16
+        out_host = rng.integers(0, 256, length, dtype=np.uint8)
+    mode = getattr(desc, "infinity_mode", None)
+    expected = reference(spec.name, mode, out_tensor.data_type, *logical)
+    before = out_host.copy()
+
+    wgpu_device = device.wgpu_device
+    buffers = {name: wgpu_device.create_buffer_with_data(data=host, usage=USAGE) for name, host in hosts.items()}
+    out_buffer = buffers[in_place] if in_place else wgpu_device.create_buffer_with_data(data=out_host, usage=USAGE)
+    bindings = {name: gpuops.Binding(buffers[name], offsets.get(name, 0)) for name in spec.inputs}
+    bindings[spec.output] = gpuops.Binding(out_buffer, out_offset)
+    device.compile(desc, feature_level=feature_level).execute(bindings)
+    got_host = np.frombuffer(wgpu_device.queue.read_buffer(out_buffer), np.uint8)
+    for buffer in {id(b): b for b in [*buffers.values(), out_buffer]}.values():
+        buffer.destroy()
+
+    assert_same_bits(element_view(got_host.copy(), out_tensor, out_offset), expected, *logical)
+    untouched = ~element_byte_mask(len(got_host), out_tensor, out_offset)
+    changed = np.flatnonzero((got_host != before) & untouched)
+    assert changed.size == 0, f"bytes outside the output's elements were written, e.g. at {changed[:8]}"

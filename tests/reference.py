@@ -1,0 +1,138 @@
+"""NumPy as the oracle: reference results, interesting values per dtype, and bit-for-bit comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gpuops
+from gpuops import DataType, IsInfinityMode
+from gpuops.support import SUPPORT
+
+# (operator name, numpy-level function, extra kwargs) for every operator and mode.
+CASES = [
+    ("ELEMENT_WISE_SIGN", None),
+    ("ELEMENT_WISE_IS_NAN", None),
+    ("ELEMENT_WISE_IS_INFINITY", IsInfinityMode.EITHER),
+    ("ELEMENT_WISE_IS_INFINITY", IsInfinityMode.POSITIVE),
+    ("ELEMENT_WISE_IS_INFINITY", IsInfinityMode.NEGATIVE),
+    ("ELEMENT_WISE_MODULUS_FLOOR", None),
+    ("ELEMENT_WISE_MODULUS_TRUNCATE", None),
+]
+BINARY = {"ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WISE_MODULUS_TRUNCATE"}
+
+
+def supported_pairs(operator: str) -> list[tuple[DataType, DataType]]:
+    """(input type, output type) pairs the newest support row allows."""
+    row = SUPPORT[operator][-1]
+    field_in = "a_tensor" if operator in BINARY else "input_tensor"
+    outs = row.types["output_tensor"]
+    pairs = []
+    for t in sorted(row.types[field_in]):
+        if t in outs:
+            pairs.append((t, t))
+        else:
+            pairs += [(t, o) for o in sorted(outs)]
+    return pairs
+
+
+def op_cases():
+    """Every operator (mode) x supported (input, output) type pair, as pytest ids."""
+    for operator, mode in CASES:
+        for in_type, out_type in supported_pairs(operator):
+            label = operator.removeprefix("ELEMENT_WISE_").lower()
+            if mode is not None:
+                label += f"-{mode.name.lower()}"
+            yield (operator, mode, in_type, out_type), f"{label}-{in_type.name.lower()}-{out_type.name.lower()}"
+
+
+def reference(operator: str, mode, out_type: DataType, *inputs: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if operator == "ELEMENT_WISE_SIGN":
+            (x,) = inputs
+            result = np.sign(x)
+            if x.dtype.kind == "f":  # gpuops decision: NaN and -0 give +0
+                result = np.where(np.isnan(x) | (x == 0), x.dtype.type(0), result)
+            return result.astype(x.dtype)
+        if operator == "ELEMENT_WISE_IS_NAN":
+            return np.isnan(inputs[0]).astype(out_type.numpy_dtype)
+        if operator == "ELEMENT_WISE_IS_INFINITY":
+            test = {IsInfinityMode.EITHER: np.isinf, IsInfinityMode.POSITIVE: np.isposinf,
+                    IsInfinityMode.NEGATIVE: np.isneginf}[mode]
+            return test(inputs[0]).astype(out_type.numpy_dtype)
+        if operator == "ELEMENT_WISE_MODULUS_FLOOR":
+            return np.remainder(*inputs)
+        if operator == "ELEMENT_WISE_MODULUS_TRUNCATE":
+            return np.fmod(*inputs)
+    raise ValueError(operator)
+
+
+def run_numpy_api(operator: str, mode, out_type: DataType, *inputs, **kwargs) -> np.ndarray:
+    if operator == "ELEMENT_WISE_SIGN":
+        return gpuops.sign(*inputs, **kwargs)
+    if operator == "ELEMENT_WISE_IS_NAN":
+        if out_type != DataType.UINT8:  # the NumPy-level API always returns uint8; UINT32 is DML-level only
+            raise ValueError("numpy API returns uint8")
+        return gpuops.is_nan(*inputs, **kwargs)
+    if operator == "ELEMENT_WISE_IS_INFINITY":
+        return gpuops.is_infinity(*inputs, mode=mode, **kwargs)
+    if operator == "ELEMENT_WISE_MODULUS_FLOOR":
+        return gpuops.modulus_floor(*inputs, **kwargs)
+    return gpuops.modulus_truncate(*inputs, **kwargs)
+
+
+def assert_same_bits(got: np.ndarray, expected: np.ndarray, *inputs: np.ndarray) -> None:
+    """Every bit equal (the sign of zero too); two NaNs match whatever their payloads."""
+    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    unsigned = np.dtype(f"u{got.dtype.itemsize}")
+    g = np.ascontiguousarray(got).view(unsigned)
+    e = np.ascontiguousarray(expected).view(unsigned)
+    differ = g != e
+    if got.dtype.kind == "f":
+        differ &= ~(np.isnan(got) & np.isnan(expected))
+    if differ.any():
+        where = np.argwhere(differ)[:8]
+        lines = []
+        for index in map(tuple, where):
+            shown = ", ".join(f"{np.asarray(x)[index]!r}" if np.asarray(x).shape else repr(x) for x in inputs)
+            lines.append(f"  at {index}: inputs ({shown}) got {got[index]!r} (0x{int(g[index]):x}) "
+                         f"expected {expected[index]!r} (0x{int(e[index]):x})")
+        raise AssertionError(f"{int(differ.sum())} of {differ.size} elements differ:\n" + "\n".join(lines))
+
+
+def special_values(data_type: DataType) -> np.ndarray:
+    """Values where kernels go wrong: signed zeros, subnormals, limits, infinities, NaNs, rounding edges."""
+    dtype = data_type.numpy_dtype
+    if dtype.kind == "f":
+        info = np.finfo(dtype)
+        tiny_sub = info.smallest_subnormal
+        base = [0.0, 1.0, 1.5, 2.0, 2.5, 3.0, 7.0, 0.1, 0.3, 1e-3, 100.0, 1000.0, 65504.0,
+                float(tiny_sub), float(tiny_sub) * 3, float(info.smallest_normal) - float(tiny_sub),
+                float(info.smallest_normal), float(info.max), float(info.max) / 3, float(info.eps),
+                1 - float(info.epsneg), 1 + float(info.eps), np.inf, np.nan]
+        if dtype == np.float32:
+            base += [3e38, 1e-38, 16777216.0, 16777217.0, 8388608.5, 1e-30, 123456.789, 1e10]
+        values = np.array(base, dtype=np.float64)
+        with np.errstate(over="ignore"):
+            values = np.concatenate([values, -values]).astype(dtype)
+        nan_payload = np.array([0x7f800001 if dtype == np.float32 else 0x7c01,
+                                0xffc00000 if dtype == np.float32 else 0xfe00], dtype=f"u{dtype.itemsize}")
+        return np.concatenate([values, nan_payload.view(dtype)])
+    info = np.iinfo(dtype)
+    candidates = [0, 1, 2, 3, 5, 7, 10, 100, 127, 128, 255, 256, 32767, 32768, 65535, 2**31 - 1, 2**31,
+                  2**32 - 1, 2**32, 2**53 + 1, 2**63 - 1, info.max, info.max - 1, info.max // 2]
+    candidates += [-c for c in candidates] + [info.min, info.min + 1, info.min // 2]
+    return np.array(sorted({c for c in candidates if info.min <= c <= info.max}), dtype=dtype)
+
+
+def random_values(data_type: DataType, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Random bit patterns (every exponent, NaN payloads, ...) mixed with the special values."""
+    dtype = data_type.numpy_dtype
+    bits = rng.integers(0, 256, size=count * dtype.itemsize, dtype=np.uint8).view(dtype).copy()
+    specials = special_values(data_type)
+    pick = rng.random(count) < 0.3
+    bits[pick] = rng.choice(specials, size=int(pick.sum()))
+    if dtype.kind == "f":  # also plenty of ordinary magnitudes, where quotients are small
+        ordinary = rng.random(count) < 0.3
+        bits[ordinary] = (rng.standard_normal(int(ordinary.sum())) * 10).astype(dtype)
+    return bits

@@ -1,0 +1,120 @@
+"""The NumPy-level API and the Device: what users call, and every refusal they can trigger."""
+
+import numpy as np
+import pytest
+
+import gpuops
+from gpuops import DataType, FeatureLevel, SignDesc, TensorDesc
+
+from .reference import assert_same_bits
+
+
+def test_device_reports_its_adapter(device):
+    assert device.adapter_name
+    assert device.feature_level == FeatureLevel.LEVEL_6_4
+    assert gpuops.default_device() is device  # created once, reused
+
+
+def test_unknown_adapter_is_refused_with_the_list():
+    with pytest.raises(gpuops.DeviceError, match="no adapter matches 'no-such-gpu'; adapters: "):
+        gpuops.Device(adapter="no-such-gpu")
+
+
+def test_adapter_by_name(device):
+    name = device.adapter.info["device"].split()[0]
+    other = gpuops.Device(adapter=name)
+    assert other.adapter.info["device"] == device.adapter.info["device"]
+    x = np.array([-2.0, 0.0, 3.0], np.float32)
+    assert gpuops.sign(x, device=other).tolist() == [-1.0, 0.0, 1.0]
+
+
+def test_wrapping_a_callers_wgpu_device(device):
+    wrapped = gpuops.Device(wgpu_device=device.wgpu_device)
+    assert wrapped.wgpu_device is device.wgpu_device
+    assert gpuops.is_nan(np.array([np.nan, 1], np.float16), device=wrapped).tolist() == [1, 0]
+
+
+def test_compile_validates_and_caches(device):
+    desc = SignDesc(TensorDesc(DataType.INT64, (4,)), TensorDesc(DataType.INT64, (4,)))
+    assert device.compile(desc) is device.compile(SignDesc(TensorDesc("INT64", [4]), TensorDesc("INT64", [4])))
+    with pytest.raises(gpuops.ValidationError, match=r"SignDesc.input_tensor.data_type: INT64 .* 4_0"):
+        device.compile(desc, feature_level="4.0")
+    old = gpuops.Device(feature_level=FeatureLevel.LEVEL_4_0, wgpu_device=device.wgpu_device)
+    with pytest.raises(gpuops.ValidationError):
+        old.compile(desc)
+    device.compile(desc, feature_level="4_1")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.bool_, np.complex64, np.dtype(">f4"), np.dtype("U3")])
+def test_unsupported_dtypes_are_refused(device, dtype):
+    x = np.zeros(3, dtype)
+    with pytest.raises(gpuops.ValidationError, match=r"gpuops.sign: input_tensor has dtype .*; allowed"):
+        gpuops.sign(x, device=device)
+
+
+def test_is_nan_refuses_integers(device):
+    with pytest.raises(gpuops.ValidationError, match="allowed at feature level 6_4: float16, float32"):
+        gpuops.is_nan(np.arange(3), device=device)
+
+
+def test_mixed_dtypes_are_refused_not_promoted(device):
+    with pytest.raises(gpuops.ValidationError, match="gpuops does not promote"):
+        gpuops.modulus_floor(np.arange(3, dtype=np.int32), np.arange(3, dtype=np.int64), device=device)
+
+
+def test_shapes_that_cannot_broadcast(device):
+    with pytest.raises(gpuops.ValidationError, match=r"shapes \(3,\) and \(4,\) cannot be broadcast"):
+        gpuops.modulus_truncate(np.ones(3, np.float32), np.ones(4, np.float32), device=device)
+
+
+def test_python_scalars_take_the_arrays_dtype(device):
+    a = np.array([-7, 7, -128], np.int8)
+    assert_same_bits(gpuops.modulus_floor(a, 3, device=device), np.remainder(a, np.int8(3)))
+    assert_same_bits(gpuops.modulus_floor(100, a, device=device), np.remainder(np.int8(100), a))
+    with pytest.raises(gpuops.ValidationError, match="does not fit int8"):
+        gpuops.modulus_floor(a, 300, device=device)
+
+
+def test_zero_dimensional_and_empty(device):
+    x = np.float32(-3.5)
+    got = gpuops.sign(x, device=device)
+    assert got.shape == () and got.dtype == np.float32 and got == -1
+    empty = gpuops.modulus_floor(np.zeros((0, 3), np.int16), np.ones(3, np.int16), device=device)
+    assert empty.shape == (0, 3) and empty.dtype == np.int16
+
+
+def test_many_dimensions_merge_when_contiguous(device):
+    x = np.arange(-6, 6, dtype=np.int32).reshape((2, 1, 3, 1, 2, 1, 1, 1, 1, 1))  # 10-D, merges to 1-D
+    assert_same_bits(gpuops.sign(x, device=device), np.sign(x))
+    unmergeable = np.zeros((3,) * 9, np.int8).transpose(8, 0, 7, 1, 6, 2, 5, 3, 4)[..., ::2]
+    with pytest.raises(gpuops.ValidationError, match="needs 9 dimensions"):
+        gpuops.sign(unmergeable, device=device)
+
+
+def test_out_argument(device):
+    a = np.array([5, -5], np.int32)
+    out = np.empty(2, np.int32)
+    assert gpuops.modulus_floor(a, 3, out=out, device=device) is out
+    assert out.tolist() == [2, 1]
+    with pytest.raises(gpuops.ValidationError, match="out has dtype int64 and shape"):
+        gpuops.modulus_floor(a, 3, out=np.empty(2, np.int64), device=device)
+    with pytest.raises(gpuops.ValidationError, match=r"shape \(3,\)"):
+        gpuops.sign(a, out=np.empty(3, np.int32), device=device)
+
+
+def test_infinity_modes(device):
+    x = np.array([np.inf, -np.inf, np.nan, 1], np.float32)
+    assert gpuops.is_infinity(x, device=device).tolist() == [1, 1, 0, 0]
+    assert gpuops.is_infinity(x, "positive", device=device).tolist() == [1, 0, 0, 0]
+    assert gpuops.is_infinity(x, mode=gpuops.IsInfinityMode.NEGATIVE, device=device).tolist() == [0, 1, 0, 0]
+    with pytest.raises(gpuops.ValidationError, match="mode 'sideways'"):
+        gpuops.is_infinity(x, "sideways", device=device)
+
+
+def test_old_feature_levels_run_four_dimensional(device):
+    x = np.array([[-1.5, 0.0], [2.0, np.nan]], np.float16)
+    assert_same_bits(gpuops.sign(x, device=device, feature_level="2.0"), np.array([[-1, 0], [1, 0]], np.float16))
+    with pytest.raises(gpuops.ValidationError, match="allowed at feature level 2_0: float16, float32"):
+        gpuops.sign(np.arange(3, dtype=np.int32), device=device, feature_level="2.0")
+    with pytest.raises(gpuops.ValidationError, match="does not exist"):
+        gpuops.modulus_floor(x, x, device=device, feature_level="2.0")

@@ -1,0 +1,85 @@
+"""Every operator x data type x rank 1-8 x layout, bit for bit against NumPy.
+
+Two routes: NumPy views through the NumPy-level API (packed, permuted, broadcast operands, step-sliced, size-1
+dimensions, reversed), and explicit DML descriptions whose padded, permuted and zero strides cannot be merged,
+so the kernels really run at every rank, with binding offsets and canary bytes around the elements."""
+
+import zlib
+
+import numpy as np
+import pytest
+
+from gpuops import DataType
+
+from .dml import make_desc, run_and_check
+from .reference import BINARY, assert_same_bits, op_cases, random_values, reference, run_numpy_api
+
+SHAPES = {1: (37,), 2: (5, 7), 3: (3, 4, 5), 4: (2, 3, 2, 5), 5: (2, 3, 2, 2, 3), 6: (2, 2, 3, 2, 2, 3),
+          7: (2, 2, 2, 3, 2, 2, 2), 8: (2, 2, 2, 2, 2, 3, 2, 2)}
+LAYOUTS = ["packed", "permuted", "broadcast_a", "broadcast_b", "sliced", "size_one", "reversed"]
+API_CASES = [(c, i) for c, i in op_cases() if c[3] != DataType.UINT32 or c[0] != "ELEMENT_WISE_IS_NAN"]
+
+
+def _rng(*parts) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(parts).encode()))
+
+
+def _array(layout: str, shape: tuple[int, ...], data_type: DataType, rng, operand: int) -> np.ndarray:
+    def values(s):
+        return random_values(data_type, int(np.prod(s)), rng).reshape(s)
+
+    rank = len(shape)
+    if layout == "permuted":
+        return np.transpose(values(shape[::-1]))  # strides reversed: the innermost dimension is the slowest
+    if layout in ("broadcast_a", "broadcast_b") and operand == (0 if layout == "broadcast_a" else 1):
+        small = tuple(1 if d % 2 == 0 else n for d, n in enumerate(shape)) if rank > 1 else (1,)
+        return np.broadcast_to(values(small), shape)  # zero strides
+    if layout == "sliced":
+        return values(tuple(2 * n + 1 for n in shape))[tuple(slice(1, None, 2) for _ in shape)]
+    if layout == "reversed":
+        return values(shape)[tuple(slice(None, None, -1) for _ in shape)]
+    return values(shape)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("rank", list(SHAPES))
+@pytest.mark.parametrize("case", [c for c, _ in API_CASES], ids=[i for _, i in API_CASES])
+def test_numpy_views(device, case, rank, layout):
+    operator, mode, in_type, out_type = case
+    shape = SHAPES[rank]
+    if layout == "size_one":
+        shape = tuple(1 if d % 2 else n for d, n in enumerate(shape))
+    rng = _rng(case, rank, layout)
+    arity = 2 if operator in BINARY else 1
+    inputs = [_array(layout, shape, in_type, rng, operand) for operand in range(arity)]
+    got = run_numpy_api(operator, mode, out_type, *inputs, device=device)
+    assert_same_bits(got, reference(operator, mode, out_type, *inputs), *inputs)
+
+
+def _padded_permuted_strides(shape, rng, zero_dim: int | None = None) -> tuple[int, ...]:
+    """Strides of a layout with padding after every dimension, in a random dimension order."""
+    order = rng.permutation(len(shape))  # order[0] is the outermost in memory
+    strides = [0] * len(shape)
+    step = 1
+    for d in order[::-1]:
+        strides[d] = step
+        step *= shape[d] + 1
+    if zero_dim is not None:
+        strides[zero_dim] = 0
+    return tuple(strides)
+
+
+@pytest.mark.parametrize("zero_strides", [False, True], ids=["strided", "zero-strides"])
+@pytest.mark.parametrize("rank", list(SHAPES))
+@pytest.mark.parametrize("case", [c for c, _ in op_cases()], ids=[i for _, i in op_cases()])
+def test_dml_strides(device, case, rank, zero_strides):
+    operator, mode, in_type, out_type = case
+    shape = SHAPES[rank]
+    rng = _rng(case, rank, zero_strides)
+    names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
+    strides = {name: _padded_permuted_strides(shape, rng, int(rng.integers(rank)) if zero_strides else None)
+               for name in names}
+    strides["output_tensor"] = _padded_permuted_strides(shape, rng)
+    desc = make_desc(operator, mode, in_type, out_type, shape, strides)
+    offsets = {name: 16 * int(rng.integers(0, 5)) for name in (*names, "output_tensor")}
+    run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets)
