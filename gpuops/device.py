@@ -15,6 +15,7 @@ from .enums import FeatureLevel
 from .errors import DeviceError, ValidationError
 from .layout import Iteration, Window, coalesce, window_for
 from .operators import OperatorSpec, spec_of
+from . import shaders
 from .shaders import READ, READ_WRITE, KernelKey, shader_source
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
@@ -85,7 +86,17 @@ class Device:
         self.max_binding_size = self.limits["max-storage-buffer-binding-size"]
         self._lock = threading.RLock()
         self._pipelines: dict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = {}
+        self._placeholders: dict[str, wgpu.GPUBuffer] = {}
         self._compiled: dict[tuple[object, FeatureLevel], CompiledOperator] = {}
+
+    def placeholder(self, access: str) -> wgpu.GPUBuffer:
+        """A 16-byte buffer bound where a view is declared but has nothing to reach (one per access mode, so
+        read-only and writable bindings never share it)."""
+        with self._lock:
+            if access not in self._placeholders:
+                self._placeholders[access] = self.wgpu_device.create_buffer(
+                    label=f"gpuops placeholder ({access})", size=16, usage=wgpu.BufferUsage.STORAGE)
+            return self._placeholders[access]
 
     @property
     def adapter_name(self) -> str:
@@ -117,11 +128,9 @@ class Device:
         module = device.create_shader_module(label=key.shader, code=shader_source(key))
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": wgpu.BufferBindingType.uniform}}]
-        for binding, access in enumerate(key.input_access, start=1):
+        for binding, _, access in key.bindings():
             kind = wgpu.BufferBindingType.read_only_storage if access == READ else wgpu.BufferBindingType.storage
             entries.append({"binding": binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}})
-        entries.append({"binding": key.output_binding, "visibility": wgpu.ShaderStage.COMPUTE,
-                        "buffer": {"type": wgpu.BufferBindingType.storage}})
         layout = device.create_bind_group_layout(entries=entries)
         pipeline = device.create_compute_pipeline(
             label=key.shader, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
@@ -161,10 +170,14 @@ class CompiledOperator:
         self.record(encoder, bindings)
         self.device.wgpu_device.queue.submit([encoder.finish()])
 
-    def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding]) -> None:
-        """Record the work into a caller's command encoder; the caller submits it."""
+    def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding],
+               timestamp_writes: dict | None = None) -> None:
+        """Record the work into a caller's command encoder (one compute pass); the caller submits it.
+
+        `timestamp_writes` is passed to the compute pass as is (GPU timing)."""
         plan = self._plan(bindings)
-        compute_pass = encoder.begin_compute_pass()
+        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
+                                                     if timestamp_writes else {}))
         compute_pass.set_pipeline(plan.pipeline)
         for dispatch in plan.dispatches:
             compute_pass.set_bind_group(0, dispatch.bind_group)
@@ -205,9 +218,10 @@ class CompiledOperator:
         it = self.iteration
         linear = [True, True, True]
         for operand, (slot, window, tensor) in enumerate(zip(slots, windows, self.tensors)):
-            per_word = max(1, 4 // tensor.data_type.size)
-            linear[slot] = it.is_linear(operand) and window.base_element % per_word == 0
+            # Linear operands move in 16-byte chunks, so they must start on a 16-byte boundary of the window.
+            linear[slot] = it.is_linear(operand) and (window.base_element * tensor.data_type.size) % 16 == 0
         key = KernelKey(
+            workgroup_size=shaders.WORKGROUP_SIZE, units_per_invocation=shaders.UNITS_PER_INVOCATION,
             shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
             input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_access=access,
             constants=tuple(sorted(spec.shader_constants(self.desc).items())))
@@ -218,9 +232,15 @@ class CompiledOperator:
         wgpu_device = device.wgpu_device
         uniform_buffer = wgpu_device.create_buffer_with_data(data=uniforms, usage=wgpu.BufferUsage.UNIFORM)
         entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
-        for binding_index, (binding, window) in enumerate(zip(ordered, windows), start=1):
-            entries.append({"binding": binding_index if binding_index <= len(inputs) else key.output_binding,
-                            "resource": {"buffer": binding.buffer, "offset": window.offset, "size": window.size}})
+        for binding_index, name, access in key.bindings():
+            operand = (binding_index - 1) // 2
+            binding, window = ordered[operand], windows[operand]
+            buffer, offset, size = binding.buffer, window.offset, window.size
+            if name.endswith("_chunks"):
+                size -= size % 16
+                if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
+                    buffer, offset, size = device.placeholder(access), 0, 16
+            entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
         units = -(-element_count // key.unit)
         groups = -(-units // (key.workgroup_size * key.units_per_invocation))

@@ -91,7 +91,7 @@ class FeatureLevel(enum.IntEnum):
         if isinstance(value, str):
             text = value.strip().upper().removeprefix("DML_FEATURE_LEVEL_").removeprefix("LEVEL_")
             major, sep, minor = text.replace(".", "_").partition("_")
-            if sep and major.isdigit() and minor.isdigit():
+            if sep and major.isdigit() and minor.isdigit() and int(major) < 16 and int(minor) < 16:
                 value = int(major) << 12 | int(minor) << 8
             elif text.startswith("0X"):
                 value = int(text, 16)
@@ -99,7 +99,7 @@ class FeatureLevel(enum.IntEnum):
                 raise ValueError(f"unknown feature level {value!r}; expected e.g. '6.4', '6_4' or 0x6400")
         try:
             return cls(int(value))
-        except ValueError:
+        except (ValueError, TypeError):
             allowed = ", ".join(level.label for level in cls)
             raise ValueError(f"unknown feature level {value!r}; known: {allowed}") from None
 

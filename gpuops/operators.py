@@ -36,10 +36,11 @@ class IsInfinityDesc:
         try:
             object.__setattr__(self, "infinity_mode", IsInfinityMode.parse(self.infinity_mode))
         except (ValueError, TypeError):
-            raise ValidationError(
-                f"ELEMENT_WISE_IS_INFINITY: IsInfinityDesc.infinity_mode: {self.infinity_mode!r} is not a mode; "
-                "allowed: EITHER (0), POSITIVE (1), NEGATIVE (2)"
-            ) from None
+            from .validation import Refusal  # validation imports this module
+
+            raise Refusal("DML_OPERATOR_ELEMENT_WISE_IS_INFINITY", "IsInfinityDesc.infinity_mode",
+                          f"{self.infinity_mode!r} is not a mode; allowed: EITHER (0), POSITIVE (1), "
+                          "NEGATIVE (2)").error() from None
 
 
 @dataclass(frozen=True)

@@ -62,19 +62,23 @@ class KernelKey:
 
     @property
     def unit(self) -> int:
-        """Elements per unit of work: one whole u32 word of the narrowest operand."""
-        if self.wide:
-            return 1
-        return 4 // min(self.input_type.size, self.output_type.size)
+        """Elements per unit of work: one 16-byte chunk of the narrowest operand."""
+        return 16 // min(self.input_type.size, self.output_type.size)
 
     @property
     def atomic_output(self) -> bool:
         """Sub-word outputs with strides: lanes of one word may be written by different invocations."""
         return self.output_type.size < 4 and not self.linear[2]
 
-    @property
-    def output_binding(self) -> int:
-        return 1 + self.input_count
+    def bindings(self) -> list[tuple[int, str, str]]:
+        """(binding, variable, access) of every storage view: each operand's window is bound twice, as
+        16-byte chunks and as u32 words (two views of one buffer are allowed when both have the same access)."""
+        names = ["a", "b"][: self.input_count] + ["out"]
+        accesses = list(self.input_access) + [READ_WRITE]
+        views = []
+        for i, (name, access) in enumerate(zip(names, accesses)):
+            views += [(1 + 2 * i, f"{name}_chunks", access), (2 + 2 * i, f"{name}_words", access)]
+        return views
 
 
 def _bits(data_type: DataType) -> int:
@@ -83,15 +87,12 @@ def _bits(data_type: DataType) -> int:
 
 def prelude(key: KernelKey) -> str:
     """The generated head of a kernel: aliases, constants, bindings. No code paths."""
-    word = "vec2<u32>" if key.wide else "u32"
-    out_array = "array<atomic<u32>>" if key.atomic_output else "array<OutWord>"
+    element = "vec2<u32>" if key.wide else "u32"
     lines = [
         f"// gpuops kernel {key.shader}: {key.input_type.name} -> {key.output_type.name}, rank {key.rank}, "
         f"linear a/b/out {key.linear}",
-        f"alias InElem = {word};",
-        f"alias OutElem = {word};",
-        f"alias InWord = {word};",
-        f"alias OutWord = {word};",
+        f"alias InElem = {element};",
+        f"alias OutElem = {element};",
         f"const IN_BITS: u32 = {_bits(key.input_type)}u;",
         f"const OUT_BITS: u32 = {_bits(key.output_type)}u;",
         f"const UNIT: u32 = {key.unit}u;",
@@ -103,10 +104,12 @@ def prelude(key: KernelKey) -> str:
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
     ]
     lines += [f"const {name}: u32 = {value}u;" for name, value in key.constants]
-    names = ("a_buf", "b_buf")[: key.input_count]
-    for binding, (name, access) in enumerate(zip(names, key.input_access), start=1):
-        lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: array<InWord>;")
-    lines.append(f"@group(0) @binding({key.output_binding}) var<storage, read_write> out_buf: {out_array};")
+    for binding, name, access in key.bindings():
+        if name.endswith("_chunks"):
+            array = "array<vec4<u32>>"
+        else:
+            array = "array<atomic<u32>>" if name == "out_words" and key.atomic_output else "array<u32>"
+        lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: {array};")
     return "\n".join(lines) + "\n"
 
 

@@ -53,19 +53,22 @@ class TensorDesc:
         set_(self, "sizes", _int_tuple(self.sizes, "sizes"))
         if self.strides is not None:
             set_(self, "strides", _int_tuple(self.strides, "strides"))
-        try:
-            set_(self, "flags", TensorFlags(int(self.flags)))
-        except (ValueError, TypeError):
-            raise ValidationError(f"TensorDesc.flags: unknown flags {self.flags!r}; allowed: NONE, OWNED_BY_DML") from None
-        set_(self, "guaranteed_base_offset_alignment", int(self.guaranteed_base_offset_alignment))
+        flags = _integer(self.flags, "flags")
+        if flags < 0:
+            raise ValidationError(f"TensorDesc.flags: {flags}; allowed: NONE (0), OWNED_BY_DML (1)")
+        set_(self, "flags", TensorFlags(flags))  # unknown bits are kept, and refused by validate()
+        # Integers only here; validate() checks their ranges and names the operator's field.
+        set_(self, "guaranteed_base_offset_alignment",
+             _integer(self.guaranteed_base_offset_alignment, "guaranteed_base_offset_alignment"))
+        if self.total_tensor_size_in_bytes is not None:
+            set_(self, "total_tensor_size_in_bytes",
+                 _integer(self.total_tensor_size_in_bytes, "total_tensor_size_in_bytes"))
         if self.total_tensor_size_in_bytes is None or self.total_tensor_size_in_bytes == 0:
             implied = None
             if self.strides is None or len(self.strides) == len(self.sizes):
                 implied = implied_size_in_bytes(self.data_type, self.sizes, self.strides)
             set_(self, "total_tensor_size_in_bytes", implied)
             set_(self, "total_size_was_implied", True)
-        else:
-            set_(self, "total_tensor_size_in_bytes", int(self.total_tensor_size_in_bytes))
 
     @property
     def dimension_count(self) -> int:
@@ -83,6 +86,12 @@ class TensorDesc:
     @property
     def implied_size_in_bytes(self) -> int:
         return implied_size_in_bytes(self.data_type, self.sizes, self.strides)
+
+
+def _integer(value, name: str) -> int:
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise ValidationError(f"TensorDesc.{name}: {value!r} is not an integer")
+    return value.__index__()
 
 
 def _int_tuple(values, name: str) -> tuple[int, ...]:

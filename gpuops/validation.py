@@ -37,7 +37,7 @@ def validate(desc: object, feature_level: FeatureLevel | str | int = FeatureLeve
     """Raise ValidationError naming the operator, the field and the allowed values if `desc` breaks a rule."""
     try:
         level = FeatureLevel.parse(feature_level)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise ValidationError(str(exc)) from None
     spec = spec_of(desc)
     refusal = _first_refusal(spec, desc, level)
@@ -50,7 +50,7 @@ def _first_refusal(spec: OperatorSpec, desc: object, level: FeatureLevel) -> Ref
     op = f"DML_OPERATOR_{spec.name}"
 
     def refuse(field: str, message: str) -> Refusal:
-        return Refusal(op, f"{cls}.{field}", message)
+        return Refusal(op, f"{cls}.{field}" if field else cls, message)
 
     row = support_row(spec.name, level)
     if level < spec.since or row is None:
@@ -124,7 +124,7 @@ def _tensor_refusal(tensor: TensorDesc, name: str, dimension_counts: tuple[int, 
     if alignment != 0 and (alignment < tensor.data_type.size or alignment & (alignment - 1)):
         return f"{name}.guaranteed_base_offset_alignment", (f"{alignment}; allowed: 0 or a power of two of at "
                                                             f"least the element size {tensor.data_type.size}")
-    if tensor.flags & ~TensorFlags.OWNED_BY_DML:
+    if int(tensor.flags) & ~int(TensorFlags.OWNED_BY_DML):
         return f"{name}.flags", f"{int(tensor.flags)}; allowed: NONE (0), OWNED_BY_DML (1)"
     if is_output and tensor.flags & TensorFlags.OWNED_BY_DML:
         return f"{name}.flags", "OWNED_BY_DML; allowed on inputs only, the output must be NONE"

@@ -1,13 +1,14 @@
 // Shared by every kernel: the per-dispatch uniforms, element addressing and the entry point.
-// The generated prelude (gpuops/shaders.py) declares the aliases InElem/OutElem/InWord/OutWord, the constants
-// (RANK, UNIT, *_LINEAR, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...) and the bindings a_buf, b_buf, out_buf.
+// The generated prelude (gpuops/shaders.py) declares the aliases InElem/OutElem, the constants (RANK, UNIT,
+// IN_BITS, OUT_BITS, *_LINEAR, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...) and two views of each operand's
+// binding: *_chunks (array<vec4<u32>>, for whole 16-byte chunks) and *_words (array<u32>, for single elements).
 
 const OPERAND_A: u32 = 0u;
 const OPERAND_B: u32 = 1u;
 const OPERAND_OUT: u32 = 2u;
 const ALL_LINEAR: bool = A_LINEAR && B_LINEAR && OUT_LINEAR;
 
-// Everything that varies per dispatch and not per shader text (ONNX Runtime's "uniforms" habit).
+// Everything that varies per dispatch and not per shader text.
 struct Params {
     sizes: array<vec4<u32>, 2>,                 // iteration sizes after coalescing, outermost first
     strides: array<array<vec4<u32>, 2>, 3>,     // element strides of a, b and out along each dimension
@@ -32,6 +33,9 @@ fn dim_strides(d: u32) -> vec3<u32> {
 
 // Element offsets of a, b and out for the element at row-major position `index` of the iteration space.
 fn element_offsets(index: u32) -> vec3<u32> {
+    if (ALL_LINEAR) {
+        return params.base.xyz + vec3<u32>(index);
+    }
     var rest = index;
     var offsets = params.base.xyz;
     for (var d = RANK - 1u; d > 0u; d -= 1u) {
@@ -42,12 +46,26 @@ fn element_offsets(index: u32) -> vec3<u32> {
     return offsets + rest * dim_strides(0u);
 }
 
-// Element offsets for a position; linear operands need no division.
-fn unit_offsets(index: u32) -> vec3<u32> {
-    if (ALL_LINEAR) {
-        return params.base.xyz + vec3<u32>(index);
+// Offsets of element first + j of a unit: one step along the innermost dimension while the unit stays in one
+// row of it (`in_row`), a full decomposition otherwise.
+fn unit_element_offsets(first: u32, j: u32, first_offsets: vec3<u32>, in_row: bool) -> vec3<u32> {
+    if (in_row) {
+        return first_offsets + j * dim_strides(RANK - 1u);
     }
-    return element_offsets(index);
+    return element_offsets(first + j);
+}
+
+fn unit_in_one_row(first: u32) -> bool {
+    return first % dim_size(RANK - 1u) + UNIT <= dim_size(RANK - 1u);
+}
+
+fn run_unit(unit: u32) {
+    let first = unit * UNIT;
+    if (first + UNIT <= params.element_count) {
+        run_full_unit(first);
+    } else {
+        run_elements(first, params.element_count - first);  // the tensor's last, partial unit
+    }
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

@@ -1,83 +1,85 @@
-// Storage for element types of 8, 16 or 32 bits: u32 words holding 32 / BITS elements each, low lanes first.
-// A unit is UNIT consecutive elements: one whole word of the narrowest operand, so a linear output word is
-// written by exactly one invocation.
+// Storage for element types of 8, 16 or 32 bits: u32 words hold 32 / BITS elements each, low lanes first.
+// A unit is one 16-byte chunk of the narrowest operand. A linear operand moves as whole vec4<u32> chunks (the
+// widest access WGSL has); a strided one element by element through its u32 view.
 
 const IN_PER_WORD: u32 = 32u / IN_BITS;
 const OUT_PER_WORD: u32 = 32u / OUT_BITS;
 const IN_MASK: u32 = 0xffffffffu >> (32u - IN_BITS);
 const OUT_MASK: u32 = 0xffffffffu >> (32u - OUT_BITS);
+const IN_CHUNKS: u32 = UNIT * IN_BITS / 128u;  // input chunks per unit (1, 2 or 4)
+const OUT_PER_CHUNK: u32 = 4u * OUT_PER_WORD;  // output elements per chunk
 
-fn load_inputs(operand: u32, linear: bool, first: u32, count: u32,
-               offsets: array<vec3<u32>, UNIT>) -> array<InElem, UNIT> {
-    var values: array<InElem, UNIT>;
-    if (linear) {
-        // Whole words: the host makes a linear operand start on a word boundary.
-        let word0 = (params.base[operand] + first) / IN_PER_WORD;
-        for (var w = 0u; w < UNIT / IN_PER_WORD; w += 1u) {
-            if (w * IN_PER_WORD < count) {
-                let word = in_word(operand, word0 + w);
-                for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
-                    values[w * IN_PER_WORD + lane] = (word >> (lane * IN_BITS)) & IN_MASK;
-                }
-            }
-        }
-    } else {
-        for (var j = 0u; j < count; j += 1u) {
-            let offset = offsets[j][operand];
-            values[j] = (in_word(operand, offset / IN_PER_WORD) >> ((offset % IN_PER_WORD) * IN_BITS)) & IN_MASK;
-        }
-    }
-    return values;
+fn load_element(operand: u32, offset: u32) -> InElem {
+    return (in_word(operand, offset / IN_PER_WORD) >> ((offset % IN_PER_WORD) * IN_BITS)) & IN_MASK;
 }
 
-fn store_outputs(first: u32, count: u32, results: array<OutElem, UNIT>, offsets: array<vec3<u32>, UNIT>) {
-    if (OUT_LINEAR) {
-        let word0 = (params.base[OPERAND_OUT] + first) / OUT_PER_WORD;
-        for (var w = 0u; w < UNIT / OUT_PER_WORD; w += 1u) {
-            if (w * OUT_PER_WORD < count) {
-                var bits = 0u;
-                let lanes = min(OUT_PER_WORD, count - w * OUT_PER_WORD);
-                for (var lane = 0u; lane < lanes; lane += 1u) {
-                    bits |= (results[w * OUT_PER_WORD + lane] & OUT_MASK) << (lane * OUT_BITS);
-                }
-                if (lanes == OUT_PER_WORD) {
-                    out_store_word(word0 + w, bits);
-                } else {
-                    // The tensor's last word: the bytes after its last element are not ours to write.
-                    out_store_lanes(word0 + w, bits, (1u << (lanes * OUT_BITS)) - 1u);
-                }
-            }
-        }
+fn store_element(offset: u32, value: OutElem) {
+    if (OUT_PER_WORD == 1u) {
+        out_store_word(offset, value);
     } else {
-        for (var j = 0u; j < count; j += 1u) {
-            let offset = offsets[j][OPERAND_OUT];
-            if (OUT_PER_WORD == 1u) {
-                out_store_word(offset, results[j]);
-            } else {
-                let shift = (offset % OUT_PER_WORD) * OUT_BITS;
-                out_store_lanes(offset / OUT_PER_WORD, (results[j] & OUT_MASK) << shift, OUT_MASK << shift);
-            }
-        }
+        let shift = (offset % OUT_PER_WORD) * OUT_BITS;
+        out_store_lanes(offset / OUT_PER_WORD, (value & OUT_MASK) << shift, OUT_MASK << shift);
     }
 }
 
-fn run_unit(unit: u32) {
-    let first = unit * UNIT;
-    let count = min(UNIT, params.element_count - first);
-    var offsets: array<vec3<u32>, UNIT>;
-    if (!ALL_LINEAR) {
-        for (var j = 0u; j < count; j += 1u) {
-            offsets[j] = element_offsets(first + j);
-        }
-    }
-    let a = load_inputs(OPERAND_A, A_LINEAR, first, count, offsets);
-    var b: array<InElem, UNIT>;
-    if (HAS_B) {
-        b = load_inputs(OPERAND_B, B_LINEAR, first, count, offsets);
-    }
-    var results: array<OutElem, UNIT>;
+fn run_elements(first: u32, count: u32) {
     for (var j = 0u; j < count; j += 1u) {
-        results[j] = compute(a[j], b[j]);
+        let offsets = element_offsets(first + j);
+        var b = InElem();
+        if (HAS_B) {
+            b = load_element(OPERAND_B, offsets[OPERAND_B]);
+        }
+        store_element(offsets[OPERAND_OUT], compute(load_element(OPERAND_A, offsets[OPERAND_A]), b));
     }
-    store_outputs(first, count, results, offsets);
+}
+
+fn run_full_unit(first: u32) {
+    var first_offsets = params.base.xyz;
+    var in_row = true;
+    if (!ALL_LINEAR) {
+        first_offsets = element_offsets(first);
+        in_row = unit_in_one_row(first);
+    }
+    // Linear operands start on a 16-byte boundary (the host checks), so a unit is whole chunks.
+    let a_chunk0 = (params.base[OPERAND_A] + first) / (4u * IN_PER_WORD);
+    let b_chunk0 = (params.base[OPERAND_B] + first) / (4u * IN_PER_WORD);
+    let out_chunk0 = (params.base[OPERAND_OUT] + first) / OUT_PER_CHUNK;
+    var out_chunk = vec4<u32>();
+    for (var c = 0u; c < IN_CHUNKS; c += 1u) {
+        var a_chunk = vec4<u32>();
+        var b_chunk = vec4<u32>();
+        if (A_LINEAR) {
+            a_chunk = in_chunk(OPERAND_A, a_chunk0 + c);
+        }
+        if (HAS_B && B_LINEAR) {
+            b_chunk = in_chunk(OPERAND_B, b_chunk0 + c);
+        }
+        for (var w = 0u; w < 4u; w += 1u) {
+            for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
+                let j = (c * 4u + w) * IN_PER_WORD + lane;  // the element's place in the unit
+                var offsets = first_offsets;
+                if (!ALL_LINEAR) {
+                    offsets = unit_element_offsets(first, j, first_offsets, in_row);
+                }
+                var a = (a_chunk[w] >> (lane * IN_BITS)) & IN_MASK;
+                if (!A_LINEAR) {
+                    a = load_element(OPERAND_A, offsets[OPERAND_A]);
+                }
+                var b = (b_chunk[w] >> (lane * IN_BITS)) & IN_MASK;
+                if (HAS_B && !B_LINEAR) {
+                    b = load_element(OPERAND_B, offsets[OPERAND_B]);
+                }
+                let result = compute(a, b);
+                if (OUT_LINEAR) {
+                    out_chunk[(j / OUT_PER_WORD) % 4u] |= (result & OUT_MASK) << ((j % OUT_PER_WORD) * OUT_BITS);
+                    if ((j + 1u) % OUT_PER_CHUNK == 0u) {
+                        out_chunks[out_chunk0 + j / OUT_PER_CHUNK] = out_chunk;
+                        out_chunk = vec4<u32>();
+                    }
+                } else {
+                    store_element(offsets[OPERAND_OUT], result);
+                }
+            }
+        }
+    }
 }

@@ -1,10 +1,10 @@
 // Output stores for 8/16-bit elements with strides: elements of one word may belong to different invocations,
 // so each lane is changed with atomics and no other byte of the word is touched.
 fn out_store_word(index: u32, bits: u32) {
-    atomicStore(&out_buf[index], bits);
+    atomicStore(&out_words[index], bits);
 }
 
 fn out_store_lanes(index: u32, bits: u32, mask: u32) {
-    atomicAnd(&out_buf[index], bits | ~mask);  // clear the lane's zero bits, keep every other lane
-    atomicOr(&out_buf[index], bits);           // set the lane's one bits
+    atomicAnd(&out_words[index], bits | ~mask);  // clear the lane's zero bits, keep every other lane
+    atomicOr(&out_words[index], bits);           // set the lane's one bits
 }

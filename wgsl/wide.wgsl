@@ -1,12 +1,51 @@
-// Storage for 64-bit element types: one vec2<u32> word (low word first) per element, one element per unit.
-// All operands of the 64-bit kernels (SIGN, MODULUS_*) have the same type.
+// Storage for 64-bit element types: two u32 words per element, low word first; a 16-byte chunk holds two.
+// Every operand of the 64-bit kernels (SIGN, MODULUS_*) has the same type, and a unit is one chunk.
 
-fn run_unit(unit: u32) {
-    let offsets = unit_offsets(unit);
-    let a = in_word(OPERAND_A, offsets[OPERAND_A]);
-    var b = InElem();
-    if (HAS_B) {
-        b = in_word(OPERAND_B, offsets[OPERAND_B]);
+fn load_element(operand: u32, offset: u32) -> InElem {
+    return vec2<u32>(in_word(operand, 2u * offset), in_word(operand, 2u * offset + 1u));
+}
+
+fn store_element(offset: u32, value: OutElem) {
+    out_words[2u * offset] = value.x;
+    out_words[2u * offset + 1u] = value.y;
+}
+
+fn run_elements(first: u32, count: u32) {
+    for (var j = 0u; j < count; j += 1u) {
+        let offsets = element_offsets(first + j);
+        var b = InElem();
+        if (HAS_B) {
+            b = load_element(OPERAND_B, offsets[OPERAND_B]);
+        }
+        store_element(offsets[OPERAND_OUT], compute(load_element(OPERAND_A, offsets[OPERAND_A]), b));
     }
-    out_buf[offsets[OPERAND_OUT]] = compute(a, b);
+}
+
+fn run_full_unit(first: u32) {
+    var offsets0 = params.base.xyz + vec3<u32>(first);
+    var offsets1 = offsets0 + vec3<u32>(1u);
+    if (!ALL_LINEAR) {
+        offsets0 = element_offsets(first);
+        offsets1 = unit_element_offsets(first, 1u, offsets0, unit_in_one_row(first));
+    }
+    var a: vec4<u32>;
+    if (A_LINEAR) {
+        a = in_chunk(OPERAND_A, offsets0[OPERAND_A] / 2u);
+    } else {
+        a = vec4<u32>(load_element(OPERAND_A, offsets0[OPERAND_A]), load_element(OPERAND_A, offsets1[OPERAND_A]));
+    }
+    var b = vec4<u32>();
+    if (HAS_B && B_LINEAR) {
+        b = in_chunk(OPERAND_B, offsets0[OPERAND_B] / 2u);
+    } else if (HAS_B) {
+        b = vec4<u32>(load_element(OPERAND_B, offsets0[OPERAND_B]), load_element(OPERAND_B, offsets1[OPERAND_B]));
+    }
+    let r0 = compute(a.xy, b.xy);
+    let r1 = compute(a.zw, b.zw);
+    if (OUT_LINEAR) {
+        out_chunks[offsets0[OPERAND_OUT] / 2u] = vec4<u32>(r0, r1);
+    } else {
+        store_element(offsets0[OPERAND_OUT], r0);
+        store_element(offsets1[OPERAND_OUT], r1);
+    }
 }

@@ -1,0 +1,141 @@
+"""GPU and host timing for benchmarks: timestamp queries around compute passes, and a plain copy kernel as the
+bandwidth roof measured on the same adapter in the same run."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import wgpu
+
+from ..device import Device
+
+COPY_WGSL = """
+@group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = id.y * groups.x * 256u + id.x;
+    if (i < arrayLength(&dst)) {
+        dst[i] = src[i];
+    }
+}
+"""
+
+
+@dataclass(frozen=True)
+class Timing:
+    gpu_ns: list[float]  # one per iteration, from timestamp queries (empty when the adapter has none)
+    host_ns: list[float]  # wall clock per iteration, submit to completion
+
+    @property
+    def gpu_median_ns(self) -> float | None:
+        return statistics.median(self.gpu_ns) if self.gpu_ns else None
+
+    @property
+    def host_median_ns(self) -> float:
+        return statistics.median(self.host_ns)
+
+    def summary(self) -> dict:
+        gpu = {"gpu_median_ns": self.gpu_median_ns, "gpu_min_ns": min(self.gpu_ns) if self.gpu_ns else None,
+               "gpu_max_ns": max(self.gpu_ns) if self.gpu_ns else None}
+        return {**gpu, "host_median_ns": self.host_median_ns, "iterations": len(self.host_ns)}
+
+
+class GpuTimer:
+    """Times recorded work with timestamp queries at the beginning and end of each compute pass."""
+
+    def __init__(self, device: Device, max_passes: int = 64):
+        self.device = device
+        self.wgpu_device = device.wgpu_device
+        self.supported = "timestamp-query" in self.wgpu_device.features
+        self.max_passes = max_passes
+        if self.supported:
+            self.query_set = self.wgpu_device.create_query_set(type=wgpu.QueryType.timestamp, count=2 * max_passes)
+            size = 16 * max_passes
+            self.resolve = self.wgpu_device.create_buffer(
+                size=size, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+        self.tick_ns = 1.0  # wgpu-native reports raw ticks; calibrate() measures their length
+
+    def writes(self, index: int) -> dict | None:
+        if not self.supported:
+            return None
+        return {"query_set": self.query_set, "beginning_of_pass_write_index": 2 * index,
+                "end_of_pass_write_index": 2 * index + 1}
+
+    def _read_ticks(self, passes: int) -> np.ndarray:
+        encoder = self.wgpu_device.create_command_encoder()
+        encoder.resolve_query_set(self.query_set, 0, 2 * passes, self.resolve, 0)
+        self.wgpu_device.queue.submit([encoder.finish()])
+        raw = np.frombuffer(self.wgpu_device.queue.read_buffer(self.resolve, 0, 16 * passes), np.uint64)
+        return raw.reshape(passes, 2).astype(np.float64)
+
+    def run(self, record: Callable[[wgpu.GPUCommandEncoder, dict | None], None], iterations: int,
+            warmup: int, passes_per_submit: int = 1) -> Timing:
+        """Run `record(encoder, timestamp_writes)` warmup + iterations times; one submit and wait each."""
+        queue = self.wgpu_device.queue
+        for _ in range(warmup):
+            encoder = self.wgpu_device.create_command_encoder()
+            record(encoder, None)
+            queue.submit([encoder.finish()])
+        self._wait()
+        gpu, host = [], []
+        done = 0
+        while done < iterations:
+            batch = min(self.max_passes, iterations - done)
+            for i in range(batch):
+                start = time.perf_counter_ns()
+                encoder = self.wgpu_device.create_command_encoder()
+                record(encoder, self.writes(i))
+                queue.submit([encoder.finish()])
+                self._wait()
+                host.append(time.perf_counter_ns() - start)
+            if self.supported:
+                ticks = self._read_ticks(batch)
+                gpu += list((ticks[:, 1] - ticks[:, 0]) * self.tick_ns)
+            done += batch
+        return Timing(gpu, host)
+
+    def _wait(self) -> None:
+        # wgpu-py has no fence: an empty read forces the queue to finish.
+        self.wgpu_device.queue.read_buffer(self._fence_buffer(), 0, 4)
+
+    def _fence_buffer(self) -> wgpu.GPUBuffer:
+        if not hasattr(self, "_fence"):
+            self._fence = self.wgpu_device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
+        return self._fence
+
+
+class CopyKernel:
+    """dst = src with vec4<u32> loads and stores: the practical bandwidth roof of a WGSL kernel."""
+
+    def __init__(self, device: Device, size_bytes: int):
+        wgpu_device = device.wgpu_device
+        size_bytes = -(-size_bytes // 16) * 16
+        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+        self.src = wgpu_device.create_buffer(size=size_bytes, usage=usage)
+        self.dst = wgpu_device.create_buffer(size=size_bytes, usage=usage)
+        self.bytes_moved = 2 * size_bytes
+        module = wgpu_device.create_shader_module(code=COPY_WGSL)
+        self.pipeline = wgpu_device.create_compute_pipeline(layout="auto", compute={"module": module,
+                                                                                    "entry_point": "main"})
+        self.bind_group = wgpu_device.create_bind_group(
+            layout=self.pipeline.get_bind_group_layout(0),
+            entries=[{"binding": 0, "resource": {"buffer": self.src}}, {"binding": 1, "resource": {"buffer": self.dst}}])
+        groups = -(-(size_bytes // 16) // 256)
+        self.grid = (min(groups, 65535), -(-groups // 65535), 1)
+
+    def record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
+        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
+                                                     if timestamp_writes else {}))
+        compute_pass.set_pipeline(self.pipeline)
+        compute_pass.set_bind_group(0, self.bind_group)
+        compute_pass.dispatch_workgroups(*self.grid)
+        compute_pass.end()
+
+    def release(self) -> None:
+        self.src.destroy()
+        self.dst.destroy()

@@ -1,0 +1,60 @@
+"""The same operation in PyTorch on CUDA, timed with CUDA events: only when torch with CUDA is importable
+(torch is never a dependency of gpuops)."""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+
+
+def torch_cuda():
+    """The torch module when CUDA works, else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def _function(torch, operator: str, mode: int | None):
+    return {
+        "ELEMENT_WISE_SIGN": lambda x, out: torch.sign(x, out=out),
+        "ELEMENT_WISE_IS_NAN": lambda x, out: torch.isnan(x),
+        "ELEMENT_WISE_IS_INFINITY": lambda x, out: (torch.isinf, torch.isposinf, torch.isneginf)[mode or 0](x),
+        "ELEMENT_WISE_MODULUS_FLOOR": lambda a, b, out: torch.remainder(a, b, out=out),
+        "ELEMENT_WISE_MODULUS_TRUNCATE": lambda a, b, out: torch.fmod(a, b, out=out),
+        "COPY": lambda x, out: out.copy_(x),
+    }[operator]
+
+
+def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dtype: np.dtype,
+               iterations: int, warmup: int) -> dict:
+    """Median/min/max CUDA-event time of one call, or {'error': ...} when torch cannot run it."""
+    torch = torch_cuda()
+    if torch is None:
+        return {"error": "PyTorch with CUDA is not available"}
+    try:
+        tensors = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in inputs]
+        out = torch.empty(tensors[0].shape, dtype=getattr(torch, np.dtype(out_dtype).name), device="cuda")
+        function = _function(torch, operator, mode)
+        for _ in range(warmup):
+            result = function(*tensors, out)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(iterations):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            result = function(*tensors, out)
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) * 1e6)
+        out_bytes = result.numel() * result.element_size()
+        in_bytes = sum(t.numel() * t.element_size() for t in tensors)
+        del tensors, out, result
+        torch.cuda.empty_cache()
+    except (RuntimeError, TypeError, NotImplementedError) as exc:
+        return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+    median = statistics.median(times)
+    return {"gpu_median_ns": median, "gpu_min_ns": min(times), "gpu_max_ns": max(times),
+            "bytes": in_bytes + out_bytes, "gbps": (in_bytes + out_bytes) / median}
