@@ -218,7 +218,7 @@ class CompiledOperator:
         it = self.iteration
         linear = [True, True, True]
         for operand, (slot, window, tensor) in enumerate(zip(slots, windows, self.tensors)):
-            # Linear operands move in 16-byte chunks, so they must start on a 16-byte boundary of the window.
+            # A linear operand moves in whole chunks or words, so it must start on a 16-byte boundary.
             linear[slot] = it.is_linear(operand) and (window.base_element * tensor.data_type.size) % 16 == 0
         key = KernelKey(
             workgroup_size=shaders.WORKGROUP_SIZE, units_per_invocation=shaders.UNITS_PER_INVOCATION,

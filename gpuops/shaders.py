@@ -62,8 +62,8 @@ class KernelKey:
 
     @property
     def unit(self) -> int:
-        """Elements per unit of work: one 16-byte chunk of the narrowest operand."""
-        return 16 // min(self.input_type.size, self.output_type.size)
+        """Elements per unit of work: one 16-byte chunk of input (4 words, or 2 elements of 64 bits)."""
+        return 16 // self.input_type.size
 
     @property
     def atomic_output(self) -> bool:

@@ -1,13 +1,13 @@
 // Storage for element types of 8, 16 or 32 bits: u32 words hold 32 / BITS elements each, low lanes first.
-// A unit is one 16-byte chunk of the narrowest operand. A linear operand moves as whole vec4<u32> chunks (the
-// widest access WGSL has); a strided one element by element through its u32 view.
+// A unit is one 16-byte chunk of input: four words, handled with constant swizzles (.x .y .z .w) so no vector
+// is indexed dynamically (that would push it to local memory on some GPUs). A linear operand moves as whole
+// vec4<u32> chunks; a strided one is gathered (or scattered) element by element into the same word form.
 
 const IN_PER_WORD: u32 = 32u / IN_BITS;
 const OUT_PER_WORD: u32 = 32u / OUT_BITS;
 const IN_MASK: u32 = 0xffffffffu >> (32u - IN_BITS);
 const OUT_MASK: u32 = 0xffffffffu >> (32u - OUT_BITS);
-const IN_CHUNKS: u32 = UNIT * IN_BITS / 128u;  // input chunks per unit (1, 2 or 4)
-const OUT_PER_CHUNK: u32 = 4u * OUT_PER_WORD;  // output elements per chunk
+const RESULT_BITS: u32 = IN_PER_WORD * OUT_BITS;  // output bits made from one input word: 8, 16, 32 or 64
 
 fn load_element(operand: u32, offset: u32) -> InElem {
     return (in_word(operand, offset / IN_PER_WORD) >> ((offset % IN_PER_WORD) * IN_BITS)) & IN_MASK;
@@ -22,6 +22,7 @@ fn store_element(offset: u32, value: OutElem) {
     }
 }
 
+// The tensor's last, partial unit, element by element.
 fn run_elements(first: u32, count: u32) {
     for (var j = 0u; j < count; j += 1u) {
         let offsets = element_offsets(first + j);
@@ -33,6 +34,67 @@ fn run_elements(first: u32, count: u32) {
     }
 }
 
+// The results of the IN_PER_WORD elements of one input word, packed at OUT_BITS each (64 bits at most).
+fn word_results(a: u32, b: u32) -> vec2<u32> {
+    var packed = vec2<u32>();
+    for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
+        let result = compute((a >> (lane * IN_BITS)) & IN_MASK, (b >> (lane * IN_BITS)) & IN_MASK) & OUT_MASK;
+        let bit = lane * OUT_BITS;
+        if (bit < 32u) {
+            packed.x |= result << bit;
+        } else {
+            packed.y |= result << (bit - 32u);
+        }
+    }
+    return packed;
+}
+
+// Word `k` of a strided operand's unit, gathered element by element.
+fn gather_word(operand: u32, k: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> u32 {
+    var word = 0u;
+    for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
+        let offsets = unit_element_offsets(first, k * IN_PER_WORD + lane, first_offsets, in_row);
+        word |= load_element(operand, offsets[operand]) << (lane * IN_BITS);
+    }
+    return word;
+}
+
+fn load_unit(operand: u32, linear: bool, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
+    if (linear) {
+        return in_chunk(operand, (params.base[operand] + first) / UNIT);
+    }
+    return vec4<u32>(gather_word(operand, 0u, first, first_offsets, in_row),
+                     gather_word(operand, 1u, first, first_offsets, in_row),
+                     gather_word(operand, 2u, first, first_offsets, in_row),
+                     gather_word(operand, 3u, first, first_offsets, in_row));
+}
+
+// The results of input word `k` to a strided output, element by element.
+fn scatter_results(k: u32, results: vec2<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
+    for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
+        let bit = lane * OUT_BITS;
+        let value = select(results.y >> (bit - 32u), results.x >> bit, bit < 32u) & OUT_MASK;
+        let offsets = unit_element_offsets(first, k * IN_PER_WORD + lane, first_offsets, in_row);
+        store_element(offsets[OPERAND_OUT], value);
+    }
+}
+
+// The results of a whole unit to a linear output: 4 x RESULT_BITS bits, stored as words or chunks.
+fn store_linear(first: u32, r0: vec2<u32>, r1: vec2<u32>, r2: vec2<u32>, r3: vec2<u32>) {
+    let word = (params.base[OPERAND_OUT] + first) / OUT_PER_WORD;
+    if (RESULT_BITS == 8u) {
+        out_store_word(word, r0.x | (r1.x << 8u) | (r2.x << 16u) | (r3.x << 24u));
+    } else if (RESULT_BITS == 16u) {
+        out_store_word(word, r0.x | (r1.x << 16u));
+        out_store_word(word + 1u, r2.x | (r3.x << 16u));
+    } else if (RESULT_BITS == 32u) {
+        out_chunks[word / 4u] = vec4<u32>(r0.x, r1.x, r2.x, r3.x);
+    } else {
+        out_chunks[word / 4u] = vec4<u32>(r0, r1);
+        out_chunks[word / 4u + 1u] = vec4<u32>(r2, r3);
+    }
+}
+
 fn run_full_unit(first: u32) {
     var first_offsets = params.base.xyz;
     var in_row = true;
@@ -40,46 +102,21 @@ fn run_full_unit(first: u32) {
         first_offsets = element_offsets(first);
         in_row = unit_in_one_row(first);
     }
-    // Linear operands start on a 16-byte boundary (the host checks), so a unit is whole chunks.
-    let a_chunk0 = (params.base[OPERAND_A] + first) / (4u * IN_PER_WORD);
-    let b_chunk0 = (params.base[OPERAND_B] + first) / (4u * IN_PER_WORD);
-    let out_chunk0 = (params.base[OPERAND_OUT] + first) / OUT_PER_CHUNK;
-    var out_chunk = vec4<u32>();
-    for (var c = 0u; c < IN_CHUNKS; c += 1u) {
-        var a_chunk = vec4<u32>();
-        var b_chunk = vec4<u32>();
-        if (A_LINEAR) {
-            a_chunk = in_chunk(OPERAND_A, a_chunk0 + c);
-        }
-        if (HAS_B && B_LINEAR) {
-            b_chunk = in_chunk(OPERAND_B, b_chunk0 + c);
-        }
-        for (var w = 0u; w < 4u; w += 1u) {
-            for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
-                let j = (c * 4u + w) * IN_PER_WORD + lane;  // the element's place in the unit
-                var offsets = first_offsets;
-                if (!ALL_LINEAR) {
-                    offsets = unit_element_offsets(first, j, first_offsets, in_row);
-                }
-                var a = (a_chunk[w] >> (lane * IN_BITS)) & IN_MASK;
-                if (!A_LINEAR) {
-                    a = load_element(OPERAND_A, offsets[OPERAND_A]);
-                }
-                var b = (b_chunk[w] >> (lane * IN_BITS)) & IN_MASK;
-                if (HAS_B && !B_LINEAR) {
-                    b = load_element(OPERAND_B, offsets[OPERAND_B]);
-                }
-                let result = compute(a, b);
-                if (OUT_LINEAR) {
-                    out_chunk[(j / OUT_PER_WORD) % 4u] |= (result & OUT_MASK) << ((j % OUT_PER_WORD) * OUT_BITS);
-                    if ((j + 1u) % OUT_PER_CHUNK == 0u) {
-                        out_chunks[out_chunk0 + j / OUT_PER_CHUNK] = out_chunk;
-                        out_chunk = vec4<u32>();
-                    }
-                } else {
-                    store_element(offsets[OPERAND_OUT], result);
-                }
-            }
-        }
+    let a = load_unit(OPERAND_A, A_LINEAR, first, first_offsets, in_row);
+    var b = vec4<u32>();
+    if (HAS_B) {
+        b = load_unit(OPERAND_B, B_LINEAR, first, first_offsets, in_row);
+    }
+    let r0 = word_results(a.x, b.x);
+    let r1 = word_results(a.y, b.y);
+    let r2 = word_results(a.z, b.z);
+    let r3 = word_results(a.w, b.w);
+    if (OUT_LINEAR) {
+        store_linear(first, r0, r1, r2, r3);
+    } else {
+        scatter_results(0u, r0, first, first_offsets, in_row);
+        scatter_results(1u, r1, first, first_offsets, in_row);
+        scatter_results(2u, r2, first, first_offsets, in_row);
+        scatter_results(3u, r3, first, first_offsets, in_row);
     }
 }

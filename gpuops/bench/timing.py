@@ -13,17 +13,25 @@ import wgpu
 
 from ..device import Device
 
+# Same grid shape as the operator kernels: consecutive invocations copy consecutive 16-byte chunks, each
+# invocation COPY_CHUNKS_PER_INVOCATION of them, a workgroup-size apart.
 COPY_WGSL = """
 @group(0) @binding(0) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> dst: array<vec4<u32>>;
+const CHUNKS: u32 = 4u;
 @compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = id.y * groups.x * 256u + id.x;
-    if (i < arrayLength(&dst)) {
-        dst[i] = src[i];
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    let first = (group.y * groups.x + group.x) * 256u * CHUNKS + lane;
+    for (var k = 0u; k < CHUNKS; k += 1u) {
+        let i = first + k * 256u;
+        if (i < arrayLength(&dst)) {
+            dst[i] = src[i];
+        }
     }
 }
 """
+COPY_CHUNKS_PER_INVOCATION = 4
 
 
 @dataclass(frozen=True)
@@ -125,7 +133,7 @@ class CopyKernel:
         self.bind_group = wgpu_device.create_bind_group(
             layout=self.pipeline.get_bind_group_layout(0),
             entries=[{"binding": 0, "resource": {"buffer": self.src}}, {"binding": 1, "resource": {"buffer": self.dst}}])
-        groups = -(-(size_bytes // 16) // 256)
+        groups = -(-(size_bytes // 16) // (256 * COPY_CHUNKS_PER_INVOCATION))
         self.grid = (min(groups, 65535), -(-groups // 65535), 1)
 
     def record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
