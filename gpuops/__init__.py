@@ -1,9 +1,9 @@
 """gpuops: DirectML's element-wise operators on any GPU through WebGPU, bit-exact against NumPy."""
 
 from .api import default_device, is_infinity, is_nan, modulus_floor, modulus_truncate, sign
-from .device import Binding, CompiledOperator, Device
+from .device import Batch, Binding, CompiledOperator, Device
 from .enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
-from .errors import DeviceError, GpuOpsError, ValidationError
+from .errors import DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError
 from .operators import IsInfinityDesc, IsNanDesc, ModulusFloorDesc, ModulusTruncateDesc, SignDesc
 from .tensor import TensorDesc
 from .validation import validate
@@ -11,7 +11,7 @@ from .validation import validate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Binding", "CompiledOperator", "DataType", "Device", "DeviceError", "FeatureLevel", "GpuOpsError",
+    "Batch", "Binding", "CompiledOperator", "DataType", "Device", "DeviceError", "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",
     "IsInfinityDesc", "IsInfinityMode", "IsNanDesc", "ModulusFloorDesc", "ModulusTruncateDesc", "SignDesc",
     "TensorDesc", "TensorFlags", "ValidationError", "default_device", "is_infinity", "is_nan", "modulus_floor",
     "modulus_truncate", "sign", "validate",

@@ -15,7 +15,7 @@ import wgpu
 
 from .device import Binding, Device
 from .enums import DataType, FeatureLevel, IsInfinityMode
-from .errors import ValidationError
+from .errors import DeviceError, ValidationError
 from .layout import coalesce
 from .operators import OperatorSpec, spec_by_name
 from .support import support_row
@@ -181,25 +181,33 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
     desc = spec.desc_type(**dict(zip(spec.tensor_fields, tensors)), **extra)
     compiled = device.compile(desc, feature_level=level)
 
+    out_size = -(-tensors[-1].total_tensor_size_in_bytes // 16) * 16
+    spans = [_host_bytes(view) for view in views]
+    largest = max([out_size] + [raw.size for raw in spans])
+    if largest > device.max_buffer_size:
+        raise DeviceError(f"gpuops.{spec.numpy_name}: a buffer of {largest} bytes is needed; the adapter "
+                          f"{device.adapter_name} holds at most {device.max_buffer_size} bytes in one buffer")
     wgpu_device = device.wgpu_device
     buffers: dict[tuple[int, int], wgpu.GPUBuffer] = {}
     bindings = {}
-    for name, view in zip(spec.inputs, views):
-        raw = _host_bytes(view)
-        key = (view.__array_interface__["data"][0], raw.size)
-        if key not in buffers:  # the same memory given twice is uploaded once
-            padded = np.zeros(-(-raw.size // 16) * 16, np.uint8)
-            padded[: raw.size] = raw
-            buffers[key] = wgpu_device.create_buffer_with_data(data=padded, usage=wgpu.BufferUsage.STORAGE)
-        bindings[name] = Binding(buffers[key])
-    out_size = -(-tensors[-1].total_tensor_size_in_bytes // 16) * 16
-    out_buffer = wgpu_device.create_buffer(size=out_size, usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
-    bindings[spec.output] = Binding(out_buffer)
     try:
+        with device.explained(spec.name, "allocating and filling buffers"):
+            for name, view, raw in zip(spec.inputs, views, spans):
+                key = (view.__array_interface__["data"][0], raw.size)
+                if key not in buffers:  # the same memory given twice is uploaded once
+                    padded = np.zeros(-(-raw.size // 16) * 16, np.uint8)
+                    padded[: raw.size] = raw
+                    buffers[key] = wgpu_device.create_buffer_with_data(data=padded, usage=wgpu.BufferUsage.STORAGE)
+                bindings[name] = Binding(buffers[key])
+            out_buffer = wgpu_device.create_buffer(size=out_size,
+                                                   usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+            buffers[(0, -1)] = out_buffer
+        bindings[spec.output] = Binding(out_buffer)
         compiled.execute(bindings)
-        data = wgpu_device.queue.read_buffer(out_buffer)
+        with device.explained(spec.name, "reading the result back"):
+            data = wgpu_device.queue.read_buffer(out_buffer)
     finally:
-        for buffer in (*buffers.values(), out_buffer):
+        for buffer in buffers.values():
             buffer.destroy()
     count = math.prod(work_shape)
     result = np.frombuffer(data, output_type.numpy_dtype, count).reshape(work_shape)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -12,16 +14,16 @@ import numpy as np
 import wgpu
 
 from .enums import FeatureLevel
-from .errors import DeviceError, ValidationError
-from .layout import Iteration, Window, coalesce, window_for
+from .errors import DeviceError, GpuOpsError, ValidationError
+from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, window_for
 from .operators import OperatorSpec, spec_of
 from . import shaders
 from .shaders import READ, READ_WRITE, KernelKey, shader_source
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
 
-MAX_WORKGROUPS_PER_DIMENSION = 65535
-PLAN_CACHE_SIZE = 64  # bound groups of bindings remembered per compiled operator
+PLAN_CACHE_SIZE = 64  # bind groups (and their uniform buffers) remembered per compiled operator
+COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,18 @@ class Device:
                 label="gpuops", required_features=features, required_limits={k: limits[k] for k in wanted})
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
-        self.max_binding_size = self.limits["max-storage-buffer-binding-size"]
+        self.max_buffer_size = self.limits["max-buffer-size"]
+        # The two limits the dispatch plan respects. They start at the adapter's values; a test may lower them
+        # on its own Device to exercise splitting and 2-D grids with little data.
+        self.binding_size_limit = self.limits["max-storage-buffer-binding-size"]
+        self.max_workgroups_per_dimension = self.limits["max-compute-workgroups-per-dimension"]
+        # Kernel shape (part of every KernelKey): benchmarks and tests may change them on their own Device.
+        self.workgroup_size = shaders.WORKGROUP_SIZE
+        self.units_per_invocation = shaders.UNITS_PER_INVOCATION
         self._lock = threading.RLock()
         self._pipelines: dict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = {}
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
-        self._compiled: dict[tuple[object, FeatureLevel], CompiledOperator] = {}
+        self._compiled: OrderedDict[tuple[object, FeatureLevel], CompiledOperator] = OrderedDict()
 
     def placeholder(self, access: str) -> wgpu.GPUBuffer:
         """A 16-byte buffer bound where a view is declared but has nothing to reach (one per access mode, so
@@ -114,7 +123,29 @@ class Device:
             if compiled is None:
                 validate(desc, level)
                 compiled = self._compiled[key] = CompiledOperator(self, desc)
+                while len(self._compiled) > COMPILED_CACHE_SIZE:
+                    self._compiled.popitem(last=False)
+            else:
+                self._compiled.move_to_end(key)
             return compiled
+
+    def batch(self) -> Batch:
+        """Many executions recorded into one command encoder and submitted once (see Batch)."""
+        return Batch(self)
+
+    def submit(self, encoder: wgpu.GPUCommandEncoder, what: str = "gpuops work") -> None:
+        with self.explained(what, "submitting"):
+            self.wgpu_device.queue.submit([encoder.finish()])
+
+    @contextlib.contextmanager
+    def explained(self, operator: str, step: str):
+        """wgpu reports validation and memory errors as its own exceptions: say what gpuops was doing."""
+        try:
+            yield
+        except wgpu.GPUError as exc:
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: "
+                              f"{type(exc).__name__}: {first_line}") from exc
 
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         with self._lock:
@@ -140,15 +171,10 @@ class Device:
 
 @dataclass(frozen=True)
 class _Dispatch:
+    pipeline: wgpu.GPUComputePipeline
     bind_group: wgpu.GPUBindGroup
     grid: tuple[int, int, int]
     uniforms: wgpu.GPUBuffer  # kept alive with the bind group
-
-
-@dataclass(frozen=True)
-class _Plan:
-    pipeline: wgpu.GPUComputePipeline
-    dispatches: tuple[_Dispatch, ...]
 
 
 class CompiledOperator:
@@ -161,81 +187,92 @@ class CompiledOperator:
         self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.spec.tensor_fields)
         first = self.tensors[0]
         self.iteration: Iteration = coalesce(first.sizes, [t.element_strides for t in self.tensors])
-        self._plans: OrderedDict[tuple, _Plan] = OrderedDict()
+        self._plans: OrderedDict[tuple, tuple[_Dispatch, ...]] = OrderedDict()
         self._lock = threading.Lock()
 
     def execute(self, bindings: Mapping[str, Binding]) -> None:
         """Run once on the device's queue."""
         encoder = self.device.wgpu_device.create_command_encoder()
         self.record(encoder, bindings)
-        self.device.wgpu_device.queue.submit([encoder.finish()])
+        self.device.submit(encoder, self.spec.name)
 
     def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding],
                timestamp_writes: dict | None = None) -> None:
         """Record the work into a caller's command encoder (one compute pass); the caller submits it.
 
-        `timestamp_writes` is passed to the compute pass as is (GPU timing)."""
-        plan = self._plan(bindings)
-        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
-                                                     if timestamp_writes else {}))
-        compute_pass.set_pipeline(plan.pipeline)
-        for dispatch in plan.dispatches:
-            compute_pass.set_bind_group(0, dispatch.bind_group)
-            compute_pass.dispatch_workgroups(*dispatch.grid)
-        compute_pass.end()
+        Everything is validated first: a refused binding records nothing. `timestamp_writes` is passed to the
+        compute pass as is (GPU timing)."""
+        dispatches = self._plan(bindings)
+        with self.device.explained(self.spec.name, "recording"):
+            compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
+                                                         if timestamp_writes else {}))
+            for dispatch in dispatches:
+                compute_pass.set_pipeline(dispatch.pipeline)
+                compute_pass.set_bind_group(0, dispatch.bind_group)
+                compute_pass.dispatch_workgroups(*dispatch.grid)
+            compute_pass.end()
 
-    def _plan(self, bindings: Mapping[str, Binding]) -> _Plan:
-        cache_key = tuple(sorted(bindings.items(), key=lambda item: item[0])) if isinstance(bindings, Mapping) \
-            else None
+    def _plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
+        """The dispatches for these bindings: built once, then reused (bounded LRU), so repeated execution
+        allocates nothing."""
+        try:
+            cache_key = tuple(sorted(bindings.items(), key=lambda item: item[0]))
+            hash(cache_key)
+        except (AttributeError, TypeError):
+            cache_key = None  # not a mapping of Bindings: validation says what is wrong
         with self._lock:
             if cache_key is not None and cache_key in self._plans:
                 self._plans.move_to_end(cache_key)
                 return self._plans[cache_key]
         validate_bindings(self.spec, self.desc, bindings, self.device)
-        plan = self._make_plan(bindings)
+        with self.device.explained(self.spec.name, "preparing the dispatch"):
+            plan = self._make_plan(bindings)
         with self._lock:
             self._plans[cache_key] = plan
             while len(self._plans) > PLAN_CACHE_SIZE:
                 self._plans.popitem(last=False)
         return plan
 
-    def _make_plan(self, bindings: Mapping[str, Binding]) -> _Plan:
+    def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
         spec, device = self.spec, self.device
         ordered = [bindings[name] for name in spec.tensor_fields]
-        windows: list[Window] = []
-        for binding, tensor in zip(ordered, self.tensors):
-            window = window_for(binding.offset, tensor.total_tensor_size_in_bytes, tensor.data_type.size,
-                                device.storage_offset_alignment, binding.buffer.size)
-            if window.size > device.max_binding_size:
-                raise DeviceError(f"{spec.name}: a binding of {window.size} bytes is larger than the adapter's "
-                                  f"storage binding limit {device.max_binding_size}")
-            windows.append(window)
-        output = ordered[-1]
-        inputs = ordered[:-1]
+        inputs, output = ordered[:-1], ordered[-1]
         access = tuple(READ_WRITE if b.buffer is output.buffer else READ for b in inputs)
         # Operand slots in the shader are a, b, out; a unary operator leaves slot b empty.
         slots = list(range(len(inputs))) + [2]
-        it = self.iteration
-        linear = [True, True, True]
-        for operand, (slot, window, tensor) in enumerate(zip(slots, windows, self.tensors)):
-            # A linear operand moves in whole chunks or words, so it must start on a 16-byte boundary.
-            linear[slot] = it.is_linear(operand) and (window.base_element * tensor.data_type.size) % 16 == 0
-        key = KernelKey(
-            workgroup_size=shaders.WORKGROUP_SIZE, units_per_invocation=shaders.UNITS_PER_INVOCATION,
-            shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
-            input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_access=access,
-            constants=tuple(sorted(spec.shader_constants(self.desc).items())))
-        pipeline, layout = device.pipeline(key)
+        element_sizes = [t.data_type.size for t in self.tensors]
+        # Room for the window's alignment slack: every bound window stays within the adapter's limit.
+        limit = device.binding_size_limit - device.storage_offset_alignment - 16
+        dispatches = []
+        for box in split_boxes(self.iteration, element_sizes, limit):
+            windows = [window_for(b.offset + start * es, span_in_bytes(box.sizes, st, es), es,
+                                  device.storage_offset_alignment, b.buffer.size)
+                       for b, start, st, es in zip(ordered, box.starts, box.strides, element_sizes)]
+            it = Iteration(box.sizes, box.strides)
+            linear = [True, True, True]
+            for operand, (slot, window, es) in enumerate(zip(slots, windows, element_sizes)):
+                # A linear operand moves in whole chunks or words, so it must start on a 16-byte boundary.
+                linear[slot] = it.is_linear(operand) and (window.base_element * es) % 16 == 0
+            key = KernelKey(
+                shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
+                input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_access=access,
+                constants=tuple(sorted(spec.shader_constants(self.desc).items())),
+                workgroup_size=device.workgroup_size, units_per_invocation=device.units_per_invocation)
+            dispatches.append(self._dispatch(key, it, slots, ordered, windows))
+        return tuple(dispatches)
 
-        element_count = int(np.prod(it.sizes))
+    def _dispatch(self, key: KernelKey, it: Iteration, slots: list[int], ordered: list[Binding],
+                  windows: list[Window]) -> _Dispatch:
+        device = self.device
+        pipeline, layout = device.pipeline(key)
+        element_count = math.prod(it.sizes)
         uniforms = _uniform_bytes(it, slots, [w.base_element for w in windows], element_count, key.unit)
         wgpu_device = device.wgpu_device
         uniform_buffer = wgpu_device.create_buffer_with_data(data=uniforms, usage=wgpu.BufferUsage.UNIFORM)
         entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
         for binding_index, name, access in key.bindings():
             operand = (binding_index - 1) // 2
-            binding, window = ordered[operand], windows[operand]
-            buffer, offset, size = binding.buffer, window.offset, window.size
+            buffer, offset, size = ordered[operand].buffer, windows[operand].offset, windows[operand].size
             if name.endswith("_chunks"):
                 size -= size % 16
                 if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
@@ -244,14 +281,49 @@ class CompiledOperator:
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
         units = -(-element_count // key.unit)
         groups = -(-units // (key.workgroup_size * key.units_per_invocation))
-        grid = _grid(groups)
-        return _Plan(pipeline, (_Dispatch(bind_group, grid, uniform_buffer),))
+        return _Dispatch(pipeline, bind_group, _grid(groups, device.max_workgroups_per_dimension), uniform_buffer)
 
 
-def _grid(groups: int) -> tuple[int, int, int]:
-    if groups <= MAX_WORKGROUPS_PER_DIMENSION:
+class Batch:
+    """Executions recorded in order into one command encoder and submitted together, like a DirectML command
+    list. Each execution is its own compute pass, and WebGPU orders passes, so an operation reading another's
+    output sees it. Use as a context manager (submits on success, discards on an exception) or call submit().
+    """
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.encoder = device.wgpu_device.create_command_encoder(label="gpuops batch")
+        self.count = 0
+        self._done = False
+
+    def record(self, compiled: CompiledOperator, bindings: Mapping[str, Binding]) -> None:
+        if self._done:
+            raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
+        if compiled.device is not self.device:
+            raise ValidationError(f"{compiled.spec.name}: compiled on another gpuops.Device than this batch's")
+        compiled.record(self.encoder, bindings)
+        self.count += 1
+
+    def submit(self) -> None:
+        if self._done:
+            raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
+        self._done = True
+        self.device.submit(self.encoder, f"a batch of {self.count} operations")
+
+    def __enter__(self) -> Batch:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None and not self._done:
+            self.submit()
+        self._done = True
+
+
+def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
+    """A 2-D grid of at least `groups` workgroups (the kernel skips the surplus)."""
+    if groups <= per_dimension:
         return (groups, 1, 1)
-    return (MAX_WORKGROUPS_PER_DIMENSION, -(-groups // MAX_WORKGROUPS_PER_DIMENSION), 1)
+    return (per_dimension, -(-groups // per_dimension), 1)
 
 
 def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_count: int, unit: int) -> bytes:

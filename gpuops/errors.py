@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 
 class GpuOpsError(Exception):
     """Base class of every error gpuops raises on purpose."""
@@ -13,3 +15,7 @@ class ValidationError(GpuOpsError, ValueError):
 
 class DeviceError(GpuOpsError, RuntimeError):
     """No usable adapter, or the adapter cannot do what was asked (memory, limits)."""
+
+
+class FrozenDescriptionError(GpuOpsError, dataclasses.FrozenInstanceError):
+    """A description was changed after construction: they are immutable (compiled operators are cached by them)."""

@@ -56,3 +56,54 @@ def window_for(offset: int, needed_bytes: int, element_size: int, alignment: int
     start = offset - offset % alignment
     size = min(buffer_size - start, -(-(offset - start + needed_bytes) // 4) * 4)
     return Window(start, size, (offset - start) // element_size)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A part of the iteration space dispatched on its own: its sizes, and per operand the element offset of its
+    first element (from the tensor's first element) and its strides."""
+
+    sizes: tuple[int, ...]
+    starts: tuple[int, ...]
+    strides: tuple[tuple[int, ...], ...]
+
+
+def span_in_bytes(sizes: tuple[int, ...], strides: tuple[int, ...], element_size: int) -> int:
+    """Bytes from the first element to the end of the last one."""
+    return (sum((n - 1) * s for n, s in zip(sizes, strides)) + 1) * element_size
+
+
+def split_boxes(it: Iteration, element_sizes: list[int], limit: int) -> list[Box]:
+    """Cut the iteration space into boxes in which every operand spans at most `limit` bytes, so each box fits
+    the adapter's storage binding size. Cuts go along the outermost dimension, in pieces of a multiple of 16
+    elements where possible (linear operands stay 16-byte aligned); when even one index of it is too large,
+    each index is cut along the next dimension."""
+    boxes: list[Box] = []
+
+    def fits(sizes, strides_list) -> bool:
+        return all(span_in_bytes(sizes, st, es) <= limit for st, es in zip(strides_list, element_sizes))
+
+    def cut(sizes, starts, strides_list):
+        if fits(sizes, strides_list):
+            boxes.append(Box(sizes, starts, strides_list))
+            return
+        inner_sizes = sizes[1:]
+        piece = sizes[0]
+        for st, es in zip(strides_list, element_sizes):
+            if st[0] == 0:
+                continue
+            room = limit - (span_in_bytes(inner_sizes, st[1:], es) if inner_sizes else es)
+            piece = min(piece, room // (st[0] * es) + 1 if room >= 0 else 0)
+        if piece >= 16:
+            piece -= piece % 16
+        if piece >= 1:
+            for i in range(0, sizes[0], piece):
+                boxes.append(Box((min(piece, sizes[0] - i),) + inner_sizes,
+                                 tuple(s + i * st[0] for s, st in zip(starts, strides_list)), strides_list))
+            return
+        for i in range(sizes[0]):
+            cut(inner_sizes, tuple(s + i * st[0] for s, st in zip(starts, strides_list)),
+                tuple(st[1:] for st in strides_list))
+
+    cut(it.sizes, tuple(0 for _ in it.strides), it.strides)
+    return boxes

@@ -11,22 +11,22 @@ from typing import Callable, Union
 
 from .enums import FeatureLevel, IsInfinityMode
 from .errors import ValidationError
-from .tensor import TensorDesc
+from .tensor import TensorDesc, frozen_description
 
 
-@dataclass(frozen=True)
+@frozen_description
 class SignDesc:
     input_tensor: TensorDesc
     output_tensor: TensorDesc
 
 
-@dataclass(frozen=True)
+@frozen_description
 class IsNanDesc:
     input_tensor: TensorDesc
     output_tensor: TensorDesc
 
 
-@dataclass(frozen=True)
+@frozen_description
 class IsInfinityDesc:
     input_tensor: TensorDesc
     output_tensor: TensorDesc
@@ -43,14 +43,14 @@ class IsInfinityDesc:
                           "NEGATIVE (2)").error() from None
 
 
-@dataclass(frozen=True)
+@frozen_description
 class ModulusFloorDesc:
     a_tensor: TensorDesc
     b_tensor: TensorDesc
     output_tensor: TensorDesc
 
 
-@dataclass(frozen=True)
+@frozen_description
 class ModulusTruncateDesc:
     a_tensor: TensorDesc
     b_tensor: TensorDesc

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from .enums import DataType, TensorFlags
-from .errors import ValidationError
+from .errors import FrozenDescriptionError, ValidationError
 
 MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16  # DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT: every binding offset is a multiple of it
 
@@ -30,7 +30,21 @@ def implied_size_in_bytes(data_type: DataType, sizes: tuple[int, ...], strides: 
     return (used + 3) & ~3
 
 
-@dataclass(frozen=True)
+def frozen_description(cls):
+    """A frozen dataclass whose attempted mutation raises FrozenDescriptionError, saying what to do instead."""
+    cls = dataclass(frozen=True)(cls)
+
+    def refuse(self, name, *value):
+        raise FrozenDescriptionError(f"{type(self).__name__}.{name}: descriptions are immutable (compiled "
+                                     "operators are cached by them); make a changed copy with "
+                                     "dataclasses.replace()")
+
+    cls.__setattr__ = refuse
+    cls.__delattr__ = refuse
+    return cls
+
+
+@frozen_description
 class TensorDesc:
     """A buffer tensor: DataType, Sizes, Strides (elements; None = packed), total size, alignment, flags."""
 

@@ -205,10 +205,11 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
         buffer, start, end, tensor = regions[name]
         if buffer is not out_buffer or end <= out_start or out_end <= start:
             continue
+        if not spec.in_place:
+            raise refuse(spec.output, f"bytes [{out_start}, {out_end}) overlap {name}'s [{start}, {end}); "
+                                      f"{spec.name} does not support in-place execution")
         same_region = (start == out_start and tensor.data_type == out_tensor.data_type
                        and tensor.element_strides == out_tensor.element_strides)
         if not same_region:
             raise refuse(spec.output, f"bytes [{out_start}, {out_end}) partially overlap {name}'s "
                                       f"[{start}, {end}); an output may only alias an input exactly (in place)")
-        if not spec.in_place:
-            raise refuse(spec.output, f"aliases {name}; {spec.name} does not support in-place execution")

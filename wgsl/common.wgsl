@@ -61,7 +61,7 @@ fn unit_in_one_row(first: u32) -> bool {
 
 fn run_unit(unit: u32) {
     let first = unit * UNIT;
-    if (first + UNIT <= params.element_count) {
+    if (params.element_count - first >= UNIT) {  // (first + UNIT could pass 2^32)
         run_full_unit(first);
     } else {
         run_elements(first, params.element_count - first);  // the tensor's last, partial unit

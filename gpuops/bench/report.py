@@ -1,0 +1,184 @@
+"""What a benchmark result needs besides its numbers: the machine, the adapter and its driver, the versions of
+everything involved, and the readable table. The JSON layout is documented in docs/bench-json.md."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import wgpu
+
+SCHEMA = "gpuops-bench/1"
+# The adapter limits gpuops requests or depends on (device.py, the dispatch grid and binding alignment).
+USED_LIMITS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-compute-workgroups-per-dimension",
+               "min-storage-buffer-offset-alignment", "max-storage-buffers-per-shader-stage",
+               "max-compute-invocations-per-workgroup")
+
+
+def machine_info() -> dict:
+    return {"hostname": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
+            "cpu": _cpu_name(), "cpu_count": os.cpu_count(), "memory_bytes": physical_memory()}
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def adapter_info(adapter) -> dict:
+    info = adapter.info
+    return {"name": info.get("device", ""), "vendor": info.get("vendor", ""), "backend": info.get("backend_type", ""),
+            "type": info.get("adapter_type", ""), "driver": info.get("description", ""),
+            "architecture": info.get("architecture", ""), "vendor_id": int(info.get("vendor_id", 0)),
+            "device_id": int(info.get("device_id", 0)),
+            "limits": {name: int(adapter.limits[name]) for name in USED_LIMITS if name in adapter.limits},
+            "features": sorted(str(f) for f in adapter.features)}
+
+
+def versions() -> dict:
+    try:
+        import wgpu.backends.wgpu_native as native
+
+        native_version = native.__version__
+    except (ImportError, AttributeError):
+        native_version = None
+    from .. import __version__ as gpuops_version
+
+    return {"gpuops": gpuops_version, "wgpu": wgpu.__version__, "wgpu_native": native_version,
+            "numpy": np.__version__, "python": platform.python_version(), "torch": _installed("torch")}
+
+
+def _installed(package: str) -> str | None:
+    """A package's version without importing it (importing torch takes seconds)."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def document(command: str, device, conversion, settings: dict, results: list[dict], copy_roof: list[dict]) -> dict:
+    """The top-level JSON object of a run."""
+    return {"schema": SCHEMA, "command": command,
+            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "machine": machine_info(), "adapter": adapter_info(device.adapter), "versions": versions(),
+            "feature_level": device.feature_level.label, "settings": settings,
+            "timestamp_conversion": conversion.to_json(), "copy_roof": copy_roof, "results": results}
+
+
+def write_json(path: str | Path, doc: dict) -> Path:
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(doc, indent=1, default=_plain) + "\n", encoding="utf-8")
+    return path
+
+
+def _plain(value):
+    """NumPy scalars into plain JSON numbers."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+# ---------------------------------------------------------------------------------------------- terminal output
+
+def format_ns(ns: float | None) -> str:
+    """A duration with a readable unit: 850 ns, 12.3 us, 4.56 ms, 1.23 s."""
+    if ns is None:
+        return "-"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}" if ns / scale < 100 else f"{ns / scale:.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def format_gbps(gbps: float | None) -> str:
+    if gbps is None:
+        return "-"
+    return f"{gbps:.3g}" if gbps < 100 else f"{gbps:.0f}"
+
+
+def _compare_cell(row: dict, what: str) -> str:
+    entry = row.get("compare", {}).get(what)
+    if entry is None:
+        return "-"
+    if "error" in entry:
+        return "n/a"
+    return format_gbps(entry["gbps"])
+
+
+def results_table(results: list[dict], compare: tuple[str, ...] = ()) -> str:
+    """Rows and aligned columns; GB/s are bytes of elements read and written per GPU second."""
+    headers = ["operator", "types", "sizes", "layout", "GPU median", "min", "max", "GB/s", "% copy", "host/dispatch"]
+    headers += [f"{what} GB/s" for what in compare]
+    lines = []
+    for row in results:
+        name = row["operator"].removeprefix("ELEMENT_WISE_").lower()
+        if row.get("mode"):
+            name += f" ({row['mode'].lower()})"
+        types = row["dtype"].lower() if row["dtype"] == row["output_dtype"] else \
+            f"{row['dtype'].lower()}->{row['output_dtype'].lower()}"
+        sizes = "x".join(map(str, row["sizes"]))
+        if not row["exact"]:
+            cells = [name, types, sizes, row["layout"], "WRONG RESULT (not timed)"] + [""] * (len(headers) - 5)
+        else:
+            gbps = format_gbps(row["gbps"]) + ("*" if row["gbps_basis"] == "host" else "")
+            percent = "-" if row["percent_of_copy"] is None else f"{row['percent_of_copy']:.0f}%"
+            cells = [name, types, sizes, row["layout"], format_ns(row["gpu_median_ns"]), format_ns(row["gpu_min_ns"]),
+                     format_ns(row["gpu_max_ns"]), gbps, percent, format_ns(row["host_median_ns"])]
+            cells += [_compare_cell(row, what) for what in compare]
+        lines.append(cells)
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *lines)]
+    numeric = set(range(4, len(headers)))
+
+    def fmt(cells):
+        return "  ".join(str(c).rjust(w) if i in numeric else str(c).ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(cells) for cells in lines]
+    return "\n".join(out)
+
+
+def table_notes(results: list[dict], compare: tuple[str, ...], conversion) -> list[str]:
+    """Footnotes: what the columns mean and anything a reader must know to trust them."""
+    notes = ["GB/s: bytes of tensor elements read (distinct addresses) + written, per second of GPU time; "
+             "% copy: against a plain WGSL copy moving as many bytes, measured in this run."]
+    if any(r.get("gbps_basis") == "host" for r in results):
+        notes.append("*: no GPU timestamps on this adapter, rated with host time (submit to completion).")
+    notes.append(f"timestamps: {conversion.note}")
+    for what in compare:
+        errors = {r["compare"][what]["error"] for r in results
+                  if r.get("compare", {}).get(what) and "error" in r["compare"][what]}
+        for error in sorted(errors):
+            notes.append(f"{what}: {error}")
+    return notes
+
+
+def progress(message: str, done: int, total: int) -> None:
+    """One line of progress on stderr, rewritten in place on a terminal."""
+    line = f"[{done}/{total}] {message}"
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K" + line + ("\n" if done == total else ""))
+    else:
+        sys.stderr.write(line + "\n")
+    sys.stderr.flush()

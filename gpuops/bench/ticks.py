@@ -1,0 +1,117 @@
+"""How long a timestamp tick is on this adapter: measured, not assumed.
+
+wgpu-native returns timestamp queries as raw ticks. On NVIDIA and lavapipe one tick has been one nanosecond, but
+nothing guarantees that elsewhere, so every benchmark run checks it: one compute pass of many copy dispatches is
+timed both with timestamps and with the host clock (submit to completion), at two lengths. The slope of host time
+over ticks is the tick length with the fixed submit cost cancelled out. Within 5% of 1 we keep exactly 1 ns per
+tick (the difference is host noise); otherwise the measured length is used and the JSON says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..device import Device
+from .timing import CopyKernel, GpuTimer
+
+TOLERANCE = 0.05  # a measured ns-per-tick within 5% of 1 is taken as exactly 1
+TARGET_PASS_NS = 8_000_000  # the short pass lasts about this long; the long one four times longer
+MAX_DISPATCHES = 16384
+
+
+@dataclass(frozen=True)
+class TickConversion:
+    """The conversion applied to every GPU time of a run, and the evidence for it (written to JSON as is)."""
+
+    method: str  # "nanoseconds" (1 tick = 1 ns, confirmed), "calibrated" (measured ratio used) or "unavailable"
+    tick_ns: float | None  # nanoseconds per tick; None when GPU times cannot be reported
+    measured_ns_per_tick: float | None
+    short_pass: dict | None  # {"dispatches", "ticks", "host_ns"}
+    long_pass: dict | None
+    note: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @property
+    def summary(self) -> str:
+        return self.note
+
+
+def calibrate(device: Device, timer: GpuTimer) -> TickConversion:
+    """Measure the tick length and set `timer.tick_ns` to it (None-safe: without timestamps nothing changes)."""
+    if not timer.supported:
+        return TickConversion("unavailable", None, None, None, None,
+                              "the adapter has no timestamp-query feature: only host times are reported")
+    # A copy that takes a while per dispatch, so that few dispatches fill the pass: small on a CPU adapter.
+    software = device.adapter.info.get("adapter_type") == "CPU"
+    copy = CopyKernel(device, (1 << 20) if software else (32 << 20))
+    try:
+        _one_pass(device, timer, copy, 1)  # first use compiles and warms up
+        # Ticks are taken as nanoseconds only to choose the dispatch count; the slope below is what counts.
+        single = statistics.median(_one_pass(device, timer, copy, 1)[0] for _ in range(3))
+        dispatches = int(min(MAX_DISPATCHES, max(1, TARGET_PASS_NS // max(single, 1.0))))
+        short = _median_pass(device, timer, copy, dispatches)
+        long = _median_pass(device, timer, copy, 4 * dispatches)
+    finally:
+        copy.release()
+    tick_delta = long["ticks"] - short["ticks"]
+    host_delta = long["host_ns"] - short["host_ns"]
+    if tick_delta <= 0 or host_delta <= 0:
+        return TickConversion("unavailable", None, None, short, long,
+                              "timestamps did not advance with the work (ticks "
+                              f"{short['ticks']:.0f} then {long['ticks']:.0f}): only host times are reported")
+    ratio = float(host_delta / tick_delta)
+    if abs(ratio - 1.0) <= TOLERANCE:
+        timer.tick_ns = 1.0
+        return TickConversion("nanoseconds", 1.0, ratio, short, long,
+                              f"timestamp ticks are nanoseconds (wall clock agrees within {abs(ratio - 1):.1%})")
+    timer.tick_ns = ratio
+    return TickConversion("calibrated", ratio, ratio, short, long,
+                          f"timestamp ticks converted at {ratio:.4g} ns per tick (measured against wall clock)")
+
+
+def _median_pass(device: Device, timer: GpuTimer, copy: CopyKernel, dispatches: int) -> dict:
+    samples = [_one_pass(device, timer, copy, dispatches) for _ in range(3)]
+    return {"dispatches": dispatches, "ticks": float(statistics.median(s[0] for s in samples)),
+            "host_ns": float(statistics.median(s[1] for s in samples))}
+
+
+def _one_pass(device: Device, timer: GpuTimer, copy: CopyKernel, dispatches: int) -> tuple[float, float]:
+    """(ticks, host ns) of one compute pass holding `dispatches` copies; the host clock covers submit to done."""
+    wgpu_device = device.wgpu_device
+    encoder = wgpu_device.create_command_encoder()
+    compute_pass = encoder.begin_compute_pass(timestamp_writes=timer.writes(0))
+    compute_pass.set_pipeline(copy.pipeline)
+    compute_pass.set_bind_group(0, copy.bind_group)
+    for _ in range(dispatches):
+        compute_pass.dispatch_workgroups(*copy.grid)
+    compute_pass.end()
+    encoder.resolve_query_set(timer.query_set, 0, 2, timer.resolve, 0)
+    commands = encoder.finish()
+    start = time.perf_counter_ns()
+    wgpu_device.queue.submit([commands])
+    raw = wgpu_device.queue.read_buffer(timer.resolve, 0, 16)  # waits for the pass
+    host = time.perf_counter_ns() - start
+    begin, end = np.frombuffer(raw, np.uint64).astype(np.float64)
+    return float(end - begin), float(host)
+
+
+def split_writes(writes: dict | None, index: int, count: int) -> dict | None:
+    """Timestamp writes for pass `index` of `count` passes timed as one span: begin on the first, end on the last
+    (WebGPU refuses a timestamp_writes entry with neither)."""
+    if writes is None or count == 1:
+        return writes
+    part = {"query_set": writes["query_set"]}
+    if index == 0:
+        part["beginning_of_pass_write_index"] = writes["beginning_of_pass_write_index"]
+    if index == count - 1:
+        part["end_of_pass_write_index"] = writes["end_of_pass_write_index"]
+    return part if len(part) > 1 else None
+
+
+__all__ = ["TickConversion", "calibrate", "split_writes"]

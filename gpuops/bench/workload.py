@@ -1,0 +1,350 @@
+"""One benchmark case: an operator, its data types, sizes and memory layout, put on a device with real data.
+
+A case is checked against NumPy before it is timed: a kernel that computes the wrong thing fast is a bug, not a
+result. Bandwidth counts the bytes of tensor elements that are actually read (distinct addresses, so a broadcast
+operand counts once per distinct element) plus the bytes written.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import wgpu
+
+from ..device import Binding, Device
+from ..enums import DataType, IsInfinityMode
+from ..errors import ValidationError
+from ..operators import OperatorSpec, spec_by_name
+from ..support import support_row
+from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
+from . import reference
+from .timing import CopyKernel, GpuTimer
+from .torch_compare import time_torch
+
+LAYOUTS = ("packed", "transposed", "broadcast-a", "broadcast-b", "strided")
+LAYOUT_HELP = {
+    "packed": "every tensor row-major and contiguous",
+    "transposed": "inputs stored transposed (strides of the reversed shape; 2 or more dimensions)",
+    "broadcast-a": "the first input repeats along the outer dimension (stride 0)",
+    "broadcast-b": "the second input repeats along the outer dimension (stride 0; binary operators)",
+    "strided": "every input and the output step 2 elements along the innermost dimension",
+}
+USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+OUTPUT_FILL = 0xAB  # the output buffer starts with this byte everywhere, so an unwritten element cannot pass
+
+
+@dataclass(frozen=True)
+class Case:
+    """What to run: operator (a spec name), IS_INFINITY mode, data types, sizes and layout."""
+
+    operator: str
+    dtype: DataType
+    out_dtype: DataType
+    sizes: tuple[int, ...]
+    layout: str = "packed"
+    mode: IsInfinityMode | None = None
+    input_strides: tuple[int, ...] | None = None  # explicit input strides (--strides) instead of the layout's
+
+    @property
+    def spec(self) -> OperatorSpec:
+        return spec_by_name(self.operator)
+
+    @property
+    def layout_label(self) -> str:
+        if self.input_strides is not None:
+            return "strides=" + ",".join(map(str, self.input_strides))
+        return self.layout
+
+    @property
+    def label(self) -> str:
+        name = self.spec.numpy_name
+        if self.mode is not None:
+            name += f"-{self.mode.name.lower()}"
+        return name
+
+
+def make_case(operator: str, dtype: str | DataType = "float32", sizes=(1024, 1024), layout: str = "packed",
+              mode: str | int | None = None, out_dtype: str | DataType | None = None,
+              input_strides=None) -> Case:
+    """A Case from command-line words, refusing combinations that cannot run with a message saying why."""
+    spec = spec_by_name(operator)
+    try:
+        data_type = DataType.parse(dtype)
+    except (ValueError, KeyError):
+        raise ValidationError(f"unknown data type {dtype!r}; e.g. float32, float16, int32, uint8") from None
+    if mode is not None and spec.name != "ELEMENT_WISE_IS_INFINITY":
+        raise ValidationError(f"--mode applies to is_infinity only, not {spec.numpy_name}")
+    infinity_mode = None
+    if spec.name == "ELEMENT_WISE_IS_INFINITY":
+        try:
+            infinity_mode = IsInfinityMode.parse(mode if mode is not None else "either")
+        except (ValueError, KeyError):
+            raise ValidationError(f"unknown --mode {mode!r}; allowed: either, positive, negative") from None
+    output_type = default_output_type(spec, data_type) if out_dtype is None else _parse_type(out_dtype)
+    sizes = tuple(int(s) for s in sizes)
+    if layout not in LAYOUTS:
+        raise ValidationError(f"unknown layout {layout!r}; allowed: {', '.join(LAYOUTS)}")
+    if layout == "transposed" and len(sizes) < 2:
+        raise ValidationError("layout 'transposed' needs 2 or more dimensions, e.g. --sizes 1024,1024")
+    if layout == "broadcast-b" and len(spec.inputs) < 2:
+        raise ValidationError(f"layout 'broadcast-b' needs a second input; {spec.numpy_name} has one")
+    strides = None
+    if input_strides is not None:
+        strides = tuple(int(s) for s in input_strides)
+        if len(strides) != len(sizes):
+            raise ValidationError(f"--strides has {len(strides)} values for {len(sizes)} sizes")
+    return Case(spec.name, data_type, output_type, sizes, layout, infinity_mode, strides)
+
+
+def _parse_type(value) -> DataType:
+    try:
+        return DataType.parse(value)
+    except (ValueError, KeyError):
+        raise ValidationError(f"unknown data type {value!r}") from None
+
+
+def default_output_type(spec: OperatorSpec, data_type: DataType) -> DataType:
+    """UINT8 for the predicates (IS_NAN, IS_INFINITY), the input's type otherwise."""
+    return DataType.UINT8 if spec.name in ("ELEMENT_WISE_IS_NAN", "ELEMENT_WISE_IS_INFINITY") else data_type
+
+
+def supported_types(spec: OperatorSpec, level) -> list[DataType]:
+    """Input data types the operator accepts at `level`, in a stable order."""
+    row = support_row(spec.name, level)
+    if row is None:
+        return []
+    order = list(DataType)
+    return sorted(row.types[spec.inputs[0]], key=order.index)
+
+
+def tensor_strides(case: Case) -> dict[str, tuple[int, ...]]:
+    """Element strides of every tensor field for the case's layout."""
+    spec, sizes = case.spec, case.sizes
+    packed = packed_strides(sizes)
+    strides = {name: packed for name in spec.tensor_fields}
+    if case.input_strides is not None:
+        return {**strides, **{name: case.input_strides for name in spec.inputs}}
+    if case.layout == "transposed":
+        transposed = tuple(reversed(packed_strides(tuple(reversed(sizes)))))
+        strides.update({name: transposed for name in spec.inputs})
+    elif case.layout in ("broadcast-a", "broadcast-b"):
+        name = spec.inputs[0 if case.layout == "broadcast-a" else 1]
+        inner = packed_strides(sizes[1:])
+        strides[name] = (0,) + inner
+    elif case.layout == "strided":
+        doubled = packed_strides(sizes[:-1] + (2 * sizes[-1],))
+        strides = {name: doubled[:-1] + (2,) for name in spec.tensor_fields}
+    return strides
+
+
+def make_desc(case: Case) -> object:
+    spec = case.spec
+    strides = tensor_strides(case)
+    tensors = {name: TensorDesc(case.out_dtype if name == spec.output else case.dtype, case.sizes, strides[name])
+               for name in spec.tensor_fields}
+    extra = {"infinity_mode": case.mode} if case.mode is not None else {}
+    return spec.desc_type(**tensors, **extra)
+
+
+def distinct_elements(sizes: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """Elements at distinct addresses: a zero-stride dimension repeats the others."""
+    return math.prod(size for size, stride in zip(sizes, strides) if stride != 0)
+
+
+def bytes_moved(case: Case) -> int:
+    spec, strides = case.spec, tensor_strides(case)
+    read = sum(distinct_elements(case.sizes, strides[name]) * case.dtype.size for name in spec.inputs)
+    return read + math.prod(case.sizes) * case.out_dtype.size
+
+
+def random_values(data_type: DataType, count: int, rng: np.random.Generator) -> np.ndarray:
+    """Benchmark data: mostly ordinary values (what real tensors hold), with the special values mixed in so that the
+    check before timing covers them too."""
+    dtype = data_type.numpy_dtype
+    if dtype.kind == "f":
+        values = (rng.standard_normal(count) * 100).astype(dtype)
+        info = np.finfo(dtype)
+        specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, float(info.smallest_subnormal),
+                             -float(info.smallest_subnormal), float(info.max), -float(info.max), 0.5, 3.0], dtype)
+        pick = rng.random(count) < 0.05
+        values[pick] = rng.choice(specials, size=int(pick.sum()))
+        return values
+    info = np.iinfo(dtype)
+    values = rng.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True)
+    small = rng.random(count) < 0.5  # small magnitudes too, where remainders are not just the dividend
+    values[small] = rng.integers(max(info.min, -100), min(info.max, 100), size=int(small.sum()), endpoint=True)
+    return values
+
+
+def element_view(memory: np.ndarray, sizes: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """The tensor's elements inside a flat array of its element type, as a strided view."""
+    itemsize = memory.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(memory, sizes, tuple(s * itemsize for s in strides), writeable=False)
+
+
+def _padded(data: bytes | np.ndarray, fill: int = 0) -> np.ndarray:
+    raw = np.frombuffer(memoryview(data).cast("B"), np.uint8)
+    size = max(16, -(-raw.size // 16) * 16)
+    padded = np.full(size, fill, np.uint8)
+    padded[: raw.size] = raw
+    return padded
+
+
+class Workload:
+    """A case on a device: buffers holding random data, the compiled operator and its bindings."""
+
+    def __init__(self, device: Device, case: Case, seed: int = 0, feature_level=None):
+        self.device, self.case = device, case
+        spec = case.spec
+        self.desc = make_desc(case)
+        self.compiled = device.compile(self.desc, feature_level=feature_level)
+        rng = np.random.default_rng(seed)
+        wgpu_device = device.wgpu_device
+        strides = tensor_strides(case)
+        self.inputs: list[np.ndarray] = []  # logical (strided) views of the uploaded data
+        self.buffers: list[wgpu.GPUBuffer] = []
+        bindings = {}
+        for name in spec.inputs:
+            count = implied_size_in_bytes(case.dtype, case.sizes, strides[name]) // case.dtype.size
+            memory = random_values(case.dtype, count, rng)
+            buffer = wgpu_device.create_buffer_with_data(data=_padded(memory), usage=USAGE)
+            self.buffers.append(buffer)
+            self.inputs.append(element_view(memory, case.sizes, strides[name]))
+            bindings[name] = Binding(buffer)
+        out_bytes = implied_size_in_bytes(case.out_dtype, case.sizes, strides[spec.output])
+        self.output = wgpu_device.create_buffer_with_data(data=_padded(bytes(out_bytes), OUTPUT_FILL), usage=USAGE)
+        self.output_size = out_bytes
+        self.buffers.append(self.output)
+        bindings[spec.output] = Binding(self.output)
+        self.bindings = bindings
+        self.out_strides = strides[spec.output]
+
+    def record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
+        self.compiled.record(encoder, self.bindings, timestamp_writes)
+
+    def result(self) -> np.ndarray:
+        """Run once and read the output elements back."""
+        self.compiled.execute(self.bindings)
+        raw = self.device.wgpu_device.queue.read_buffer(self.output, 0, -(-self.output_size // 4) * 4)
+        memory = np.frombuffer(raw, self.case.out_dtype.numpy_dtype, self.output_size // self.case.out_dtype.size)
+        return np.array(element_view(memory, self.case.sizes, self.out_strides))
+
+    def expected(self) -> np.ndarray:
+        return reference.expected(self.case.operator, self.case.mode, self.case.out_dtype, *self.inputs)
+
+    def check(self) -> reference.Mismatch | None:
+        """None when the GPU result equals NumPy's bit for bit."""
+        return reference.compare(self.result(), self.expected(), tuple(self.inputs))
+
+    def release(self) -> None:
+        for buffer in self.buffers:
+            buffer.destroy()
+        self.buffers = []
+
+
+@dataclass
+class CopyRoof:
+    """The copy kernel's bandwidth per byte count, measured once per size in a run."""
+
+    device: Device
+    timer: GpuTimer
+    iterations: int
+    warmup: int
+    measured: dict[int, dict] = field(default_factory=dict)
+
+    def for_bytes(self, moved: int) -> dict:
+        """Copy `moved / 2` bytes (so it moves as many bytes as the operator) and report its speed."""
+        size = max(16, -(-(moved // 2) // 16) * 16)
+        if size not in self.measured:
+            copy = CopyKernel(self.device, size)
+            try:
+                timing = self.timer.run(copy.record, self.iterations, self.warmup)
+            finally:
+                copy.release()
+            self.measured[size] = _speeds(copy.bytes_moved, timing.gpu_median_ns, timing.host_median_ns,
+                                          {"bytes_moved": copy.bytes_moved, "gpu_median_ns": timing.gpu_median_ns,
+                                           "host_median_ns": timing.host_median_ns})
+        return self.measured[size]
+
+    def entries(self) -> list[dict]:
+        return [self.measured[size] for size in sorted(self.measured)]
+
+
+def _speeds(moved: int, gpu_ns: float | None, host_ns: float, row: dict) -> dict:
+    """Add gbps (bytes per ns = GB/s) from the GPU time, or from host time when there is no GPU time."""
+    basis = "gpu" if gpu_ns else "host"
+    row["gbps"] = moved / (gpu_ns if gpu_ns else host_ns)
+    row["gbps_basis"] = basis
+    return row
+
+
+def measure(workload: Workload, timer: GpuTimer, roof: CopyRoof, iterations: int, warmup: int,
+            compare: tuple[str, ...] = ()) -> dict:
+    """Check the case against NumPy, then time it; a result row of the JSON schema (docs/bench-json.md)."""
+    case = workload.case
+    moved = bytes_moved(case)
+    row = {"operator": case.operator, "mode": case.mode.name if case.mode is not None else None,
+           "dtype": case.dtype.name, "output_dtype": case.out_dtype.name, "sizes": list(case.sizes),
+           "layout": case.layout_label, "strides": {k: list(v) for k, v in tensor_strides(case).items()},
+           "elements": math.prod(case.sizes), "bytes_moved": moved}
+    mismatch = workload.check()
+    if mismatch is not None:
+        return {**row, "exact": False, "error": mismatch.describe(), **_empty_timing()}
+    timing = timer.run(workload.record, iterations, warmup)
+    summary = timing.summary()
+    row.update({"exact": True, "error": None, "iterations": iterations, "warmup": warmup,
+                "gpu_median_ns": _float(summary["gpu_median_ns"]), "gpu_min_ns": _float(summary["gpu_min_ns"]),
+                "gpu_max_ns": _float(summary["gpu_max_ns"]), "host_median_ns": _float(summary["host_median_ns"])})
+    _speeds(moved, row["gpu_median_ns"], row["host_median_ns"], row)
+    copy = roof.for_bytes(moved)
+    row["copy_gbps"] = copy["gbps"]
+    row["percent_of_copy"] = 100.0 * row["gbps"] / copy["gbps"] if copy["gbps"] else None
+    row["compare"] = {}
+    for what in compare:
+        if what == "numpy":
+            row["compare"]["numpy"] = time_numpy(workload, iterations, warmup, moved)
+        elif what == "torch":
+            row["compare"]["torch"] = torch_row(workload, iterations, warmup, moved)
+    return row
+
+
+def _empty_timing() -> dict:
+    keys = ("gpu_median_ns", "gpu_min_ns", "gpu_max_ns", "host_median_ns", "gbps", "gbps_basis", "copy_gbps",
+            "percent_of_copy", "iterations", "warmup")
+    return {**{key: None for key in keys}, "compare": {}}
+
+
+def _float(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def time_numpy(workload: Workload, iterations: int, warmup: int, moved: int) -> dict:
+    """The same operation on the same (strided) arrays in NumPy on the CPU, wall clock per call."""
+    case = workload.case
+    function = reference.numpy_function(case.operator, case.mode, case.out_dtype)
+    times = []
+    with np.errstate(all="ignore"):
+        for i in range(warmup + iterations):
+            start = time.perf_counter_ns()
+            function(*workload.inputs)
+            if i >= warmup:
+                times.append(time.perf_counter_ns() - start)
+    median = float(statistics.median(times))
+    return {"median_ns": median, "min_ns": float(min(times)), "max_ns": float(max(times)),
+            "gbps": moved / median, "device": "cpu"}
+
+
+def torch_row(workload: Workload, iterations: int, warmup: int, moved: int) -> dict:
+    """PyTorch on CUDA on the same data, rated with the same byte count as gpuops (its own count is kept too)."""
+    case = workload.case
+    mode = int(case.mode) if case.mode is not None else None
+    result = time_torch(case.operator, mode, [np.ascontiguousarray(x) for x in workload.inputs],
+                        case.out_dtype.numpy_dtype, iterations, warmup)
+    if "error" in result:
+        return {"error": result["error"]}
+    return {"median_ns": result["gpu_median_ns"], "min_ns": result["gpu_min_ns"], "max_ns": result["gpu_max_ns"],
+            "gbps": moved / result["gpu_median_ns"], "torch_counted_bytes": result["bytes"], "device": "cuda"}

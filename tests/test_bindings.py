@@ -1,0 +1,301 @@
+"""Binding-time behaviour for embedding: offsets, in-place, strided sub-word outputs with canaries, splitting
+over the binding-size limit, more than 65535 workgroups, caller encoders, batches, caches, threads, refusals."""
+
+import concurrent.futures
+import dataclasses
+
+import numpy as np
+import pytest
+import wgpu
+
+import gpuops
+from gpuops import Binding, DataType, SignDesc, TensorDesc
+
+from .dml import USAGE, make_desc, run_and_check
+from .reference import BINARY, assert_same_bits, op_cases, random_values
+
+PACKED = [DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.FLOAT16]
+ALL_TYPES = PACKED + [DataType.FLOAT32, DataType.INT32, DataType.UINT32, DataType.INT64, DataType.UINT64]
+SIGN, MOD_FLOOR, MOD_TRUNC = "ELEMENT_WISE_SIGN", "ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WISE_MODULUS_TRUNCATE"
+
+
+def _values(rng):
+    return lambda t, n: random_values(t, n, rng)
+
+
+@pytest.mark.parametrize("data_type", [DataType.INT8, DataType.FLOAT16, DataType.FLOAT32, DataType.INT64],
+                         ids=lambda t: t.name.lower())
+@pytest.mark.parametrize("offset", range(0, 257, 16))
+def test_offsets_every_multiple_of_16(device, data_type, offset):
+    rng = np.random.default_rng(offset)
+    desc = make_desc(MOD_FLOOR, None, data_type, data_type, (37,))
+    offsets = {"a_tensor": offset, "b_tensor": (offset * 3) % 272, "output_tensor": offset}
+    run_and_check(device, desc, rng, _values(rng), offsets=offsets)
+
+
+@pytest.mark.parametrize("alignment", [32, 64, 256])
+def test_guaranteed_alignment(device, alignment):
+    rng = np.random.default_rng(alignment)
+    tensor = {"guaranteed_base_offset_alignment": alignment}
+    desc = make_desc(SIGN, None, DataType.INT16, DataType.INT16, (9,), None,
+                     input_tensor=tensor, output_tensor=tensor)
+    run_and_check(device, desc, rng, _values(rng), offsets={"input_tensor": alignment, "output_tensor": 2 * alignment})
+    with pytest.raises(gpuops.ValidationError, match=rf"offset 16 is not a multiple of {alignment}"):
+        run_and_check(device, desc, rng, _values(rng), offsets={"input_tensor": 16})
+
+
+OUTPUT_LAYOUTS = {  # sizes, output strides: every element of one word belongs to a different invocation
+    "stride-2": ((40,), (2,)),
+    "stride-3": ((33,), (3,)),
+    "permuted": ((5, 6), (1, 5)),
+    "padded-permuted": ((3, 4, 5), (1, 21, 4)),
+}
+
+
+@pytest.mark.parametrize("layout", list(OUTPUT_LAYOUTS))
+@pytest.mark.parametrize("data_type", PACKED, ids=lambda t: t.name.lower())
+@pytest.mark.parametrize("operator", [SIGN, MOD_TRUNC])
+def test_strided_packed_outputs_touch_only_their_elements(device, operator, data_type, layout):
+    sizes, out_strides = OUTPUT_LAYOUTS[layout]
+    rng = np.random.default_rng(7)
+    desc = make_desc(operator, None, data_type, data_type, sizes, {"output_tensor": out_strides})
+    for offset in (0, 16, 48):
+        run_and_check(device, desc, rng, _values(rng), offsets={"output_tensor": offset})
+
+
+@pytest.mark.parametrize("strided", [False, True], ids=["packed", "strided"])
+@pytest.mark.parametrize("data_type", ALL_TYPES, ids=lambda t: t.name.lower())
+@pytest.mark.parametrize("operator,aliased", [(SIGN, "input_tensor"), (MOD_FLOOR, "a_tensor"),
+                                              (MOD_TRUNC, "b_tensor")])
+def test_in_place(device, operator, aliased, data_type, strided):
+    rng = np.random.default_rng(3)
+    sizes = (4, 9)
+    strides = {aliased: (20, 2), "output_tensor": (20, 2)} if strided else None
+    desc = make_desc(operator, None, data_type, data_type, sizes, strides)
+    run_and_check(device, desc, rng, _values(rng), offsets={aliased: 32}, in_place=aliased)
+
+
+def _buffer(device, size=256, usage=USAGE):
+    return device.wgpu_device.create_buffer(size=size, usage=usage)
+
+
+def _good_bindings(device, spec_inputs=("a_tensor", "b_tensor")):
+    bindings = {name: Binding(_buffer(device)) for name in spec_inputs}
+    bindings["output_tensor"] = Binding(_buffer(device))
+    return bindings
+
+
+MOD_DESC = make_desc(MOD_FLOOR, None, DataType.FLOAT32, DataType.FLOAT32, (8,))  # 32 bytes each
+
+
+def _refusals(device):
+    shared = _buffer(device)
+    other_device = wgpu.gpu.request_adapter_sync().request_device_sync()
+    yield "offset-8", {"a_tensor": Binding(_buffer(device), 8)}, r"bindings\['a_tensor'\]: offset 8 is not a multiple"
+    yield "offset-past-end", {"b_tensor": Binding(_buffer(device), 272)}, r"bindings\['b_tensor'\]: offset 272 is past"
+    yield "size-too-small", {"a_tensor": Binding(_buffer(device), 0, 16)}, r"size 16 is smaller than"
+    yield "size-past-end", {"a_tensor": Binding(_buffer(device), 32, 240)}, r"runs past the end"
+    yield "no-storage-usage", {"b_tensor": Binding(_buffer(device, usage=wgpu.BufferUsage.COPY_DST))}, \
+        r"bindings\['b_tensor'\]: the buffer's usage .* lacks wgpu.BufferUsage.STORAGE"
+    yield "other-device", {"output_tensor": Binding(other_device.create_buffer(size=256, usage=USAGE))}, \
+        r"bindings\['output_tensor'\]: the buffer belongs to another wgpu device"
+    yield "not-a-binding", {"a_tensor": _buffer(device)}, r"bindings\['a_tensor'\]: GPUBuffer is not a gpuops.Binding"
+    yield "partial-overlap", {"a_tensor": Binding(shared, 0), "output_tensor": Binding(shared, 16)}, \
+        r"bindings\['output_tensor'\]: bytes \[16, 48\) partially overlap a_tensor's \[0, 32\)"
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_binding_refusals(device, case):
+    name, change, message = list(_refusals(device))[case]
+    bindings = {**_good_bindings(device), **change}
+    compiled = device.compile(MOD_DESC)
+    with pytest.raises(gpuops.ValidationError, match=message):
+        compiled.execute(bindings)
+    compiled.execute(_good_bindings(device))  # nothing was submitted; the device is still usable
+
+
+def test_missing_and_unknown_binding_names(device):
+    compiled = device.compile(MOD_DESC)
+    bindings = _good_bindings(device)
+    del bindings["b_tensor"]
+    with pytest.raises(gpuops.ValidationError, match=r"bindings\['b_tensor'\]: missing; expected: a_tensor"):
+        compiled.execute(bindings)
+    with pytest.raises(gpuops.ValidationError, match=r"bindings\['input_tensor'\]: unknown binding"):
+        compiled.execute({**_good_bindings(device), "input_tensor": Binding(_buffer(device))})
+    with pytest.raises(gpuops.ValidationError, match="is not a mapping"):
+        compiled.execute([Binding(_buffer(device))])
+
+
+def test_in_place_refused_where_not_supported(device):
+    desc = make_desc("ELEMENT_WISE_IS_NAN", None, DataType.FLOAT32, DataType.UINT32, (8,))
+    shared = _buffer(device)
+    with pytest.raises(gpuops.ValidationError, match="does not support in-place execution"):
+        device.compile(desc).execute({"input_tensor": Binding(shared), "output_tensor": Binding(shared)})
+    # The same region with another layout is a partial overlap, even for an in-place operator.
+    sign = SignDesc(TensorDesc(DataType.FLOAT32, (4,), (2,)), TensorDesc(DataType.FLOAT32, (4,)))
+    with pytest.raises(gpuops.ValidationError, match="partially overlap"):
+        device.compile(sign).execute({"input_tensor": Binding(shared), "output_tensor": Binding(shared)})
+
+
+def test_inputs_may_share_a_buffer_with_the_output_elsewhere(device):
+    """One big heap buffer, three disjoint regions: the shared-buffer kernel variant binds inputs read-write."""
+    rng = np.random.default_rng(11)
+    heap = rng.standard_normal(96).astype(np.float32)
+    buffer = device.wgpu_device.create_buffer_with_data(data=heap, usage=USAGE)
+    device.compile(MOD_DESC).execute({"a_tensor": Binding(buffer, 0), "b_tensor": Binding(buffer, 128),
+                                      "output_tensor": Binding(buffer, 256)})
+    got = np.frombuffer(device.wgpu_device.queue.read_buffer(buffer), np.float32)
+    assert_same_bits(got[64:72], np.remainder(heap[0:8], heap[32:40]))
+    assert_same_bits(got[:64], heap[:64])
+
+
+@pytest.fixture
+def small_limit_device(device):
+    """A Device on the same wgpu device whose binding limit is lowered to 256 bytes (test-only setting)."""
+    lowered = gpuops.Device(wgpu_device=device.wgpu_device)
+    lowered.binding_size_limit = 256
+    return lowered
+
+
+@pytest.mark.parametrize("strided", [False, True], ids=["packed", "strided"])
+@pytest.mark.parametrize("case", [c for c, _ in op_cases()], ids=[i for _, i in op_cases()])
+def test_split_over_the_binding_limit(small_limit_device, case, strided):
+    operator, mode, in_type, out_type = case
+    rng = np.random.default_rng(5)
+    sizes = (6, 50)
+    names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
+    strides = {name: (150, 3) for name in (*names, "output_tensor")} if strided else None
+    if strided and operator in BINARY:
+        strides["b_tensor"] = (0, 1)  # broadcast along the outer dimension
+    desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
+    run_and_check(small_limit_device, desc, rng, _values(rng), offsets={names[0]: 48})
+    dispatches = next(iter(small_limit_device.compile(desc)._plans.values()))
+    assert len(dispatches) > 1
+
+
+def test_split_inside_a_row(small_limit_device):
+    """A single row larger than the limit is cut along the next dimension."""
+    rng = np.random.default_rng(6)
+    desc = make_desc(SIGN, None, DataType.INT64, DataType.INT64, (3, 80), {"input_tensor": (1, 3)})
+    run_and_check(small_limit_device, desc, rng, _values(rng))
+
+
+def test_more_than_65535_workgroups(device):
+    """Workgroups of one invocation, so a 1 MiB tensor needs 2^16 + 1 of them: a 2-D grid."""
+    small_groups = gpuops.Device(wgpu_device=device.wgpu_device)
+    small_groups.workgroup_size, small_groups.units_per_invocation = 1, 1
+    count = (2**16 + 1) * 4  # float32: 4 elements a unit
+    x = np.random.default_rng(8).standard_normal(count).astype(np.float32)
+    assert_same_bits(gpuops.sign(x, device=small_groups), np.sign(x))
+    dispatches = next(iter(next(iter(small_groups._compiled.values()))._plans.values()))
+    assert dispatches[0].grid[1] > 1
+
+
+def test_lowered_workgroup_limit_uses_the_second_dimension(device):
+    lowered = gpuops.Device(wgpu_device=device.wgpu_device)
+    lowered.max_workgroups_per_dimension = 3
+    x = np.arange(-20000, 20000, dtype=np.int16)
+    assert_same_bits(gpuops.sign(x, device=lowered), np.sign(x))
+
+
+def test_record_into_a_callers_encoder_and_batch_dependent_operations(device):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(100).astype(np.float32) * 10
+    w = np.float32(3.0) + np.zeros(100, np.float32)
+    bufs = {name: device.wgpu_device.create_buffer_with_data(data=data, usage=USAGE)
+            for name, data in (("x", x), ("y", np.zeros(100, np.float32)), ("w", w), ("z", np.zeros(100, np.float32)))}
+    f32 = TensorDesc(DataType.FLOAT32, (100,))
+    sign = device.compile(SignDesc(f32, f32))
+    mod = device.compile(gpuops.ModulusFloorDesc(f32, f32, f32))
+    # Caller's encoder: gpuops records, the caller submits.
+    encoder = device.wgpu_device.create_command_encoder()
+    sign.record(encoder, {"input_tensor": Binding(bufs["x"]), "output_tensor": Binding(bufs["y"])})
+    device.wgpu_device.queue.submit([encoder.finish()])
+    assert_same_bits(np.frombuffer(device.wgpu_device.queue.read_buffer(bufs["y"]), np.float32), np.sign(x))
+    # A batch: z = (x mod w) then z = sign(z) in place, in one submission, in order.
+    with device.batch() as batch:
+        batch.record(mod, {"a_tensor": Binding(bufs["x"]), "b_tensor": Binding(bufs["w"]),
+                           "output_tensor": Binding(bufs["z"])})
+        batch.record(sign, {"input_tensor": Binding(bufs["z"]), "output_tensor": Binding(bufs["z"])})
+    expected = np.sign(np.remainder(x, w))
+    expected[expected == 0] = 0  # -0 -> +0
+    assert_same_bits(np.frombuffer(device.wgpu_device.queue.read_buffer(bufs["z"]), np.float32), expected)
+    assert batch.count == 2
+    with pytest.raises(gpuops.GpuOpsError, match="already submitted"):
+        batch.record(sign, {"input_tensor": Binding(bufs["z"]), "output_tensor": Binding(bufs["z"])})
+
+
+def test_repeated_execution_allocates_nothing(device, monkeypatch):
+    compiled = device.compile(MOD_DESC)
+    bindings = _good_bindings(device)
+    compiled.execute(bindings)
+    created = []
+    wgpu_device = device.wgpu_device
+    for method in ("create_buffer", "create_buffer_with_data", "create_bind_group", "create_compute_pipeline",
+                   "create_shader_module"):
+        original = getattr(wgpu_device, method)
+        monkeypatch.setattr(wgpu_device, method, lambda *a, _m=method, _o=original, **k: created.append(_m) or _o(*a, **k))
+    for _ in range(5):
+        compiled.execute(bindings)
+    assert created == []
+
+
+def test_caches_are_bounded(device):
+    compiled = device.compile(make_desc(SIGN, None, DataType.UINT8, DataType.UINT8, (5,)))
+    for _ in range(gpuops.device.PLAN_CACHE_SIZE + 10):
+        compiled.execute({"input_tensor": Binding(_buffer(device, 16)), "output_tensor": Binding(_buffer(device, 16))})
+    assert len(compiled._plans) == gpuops.device.PLAN_CACHE_SIZE
+
+
+def test_one_device_from_eight_threads(device):
+    rng = np.random.default_rng(12)
+    jobs = []
+    for i in range(8 * 200):
+        kind = i % 4
+        dtype = [np.float32, np.int8, np.float16, np.int64][i % 4]
+        a = rng.standard_normal(64 + i % 50).astype(dtype) if dtype in (np.float32, np.float16) else \
+            rng.integers(-100, 100, 64 + i % 50).astype(dtype)
+        b = a[::-1].copy()
+        b[b == 0] = 3
+        jobs.append((kind, a, b))
+
+    def run(job):
+        kind, a, b = job
+        with np.errstate(all="ignore"):
+            if kind == 0:
+                return gpuops.sign(a, device=device), np.where(np.isnan(a) | (a == 0), a.dtype.type(0), np.sign(a))
+            if kind == 1:
+                return gpuops.modulus_floor(a, b, device=device), np.remainder(a, b)
+            if kind == 2:
+                return gpuops.is_nan(a, device=device), np.isnan(a).astype(np.uint8)
+            return gpuops.modulus_truncate(a, b, device=device), np.fmod(a, b)
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        for got, expected in pool.map(run, jobs):
+            assert_same_bits(got, expected.astype(got.dtype))
+
+
+def test_descriptions_cannot_be_mutated(device):
+    desc = make_desc(SIGN, None, DataType.FLOAT32, DataType.FLOAT32, (4,))
+    device.compile(desc)
+    with pytest.raises(gpuops.FrozenDescriptionError, match="dataclasses.replace"):
+        desc.input_tensor = TensorDesc(DataType.INT8, (4,))
+    with pytest.raises(gpuops.GpuOpsError):
+        desc.input_tensor.sizes = (5,)
+    assert isinstance(gpuops.FrozenDescriptionError("x"), dataclasses.FrozenInstanceError)
+
+
+def test_more_memory_than_the_adapter_has_is_refused_before_any_work(device):
+    huge = np.broadcast_to(np.float32(1.0), (device.max_buffer_size // 4 + 16,))  # zero strides: tiny input
+    with pytest.raises(gpuops.DeviceError, match="holds at most"):
+        gpuops.sign(huge, device=device)
+    assert gpuops.sign(np.float32([-2]), device=device).tolist() == [-1.0]
+
+
+def test_wgpu_errors_are_explained(device):
+    compiled = device.compile(MOD_DESC)
+    bindings = _good_bindings(device)
+    bindings["a_tensor"].buffer.destroy()
+    with pytest.raises(gpuops.DeviceError, match="ELEMENT_WISE_MODULUS_FLOOR: the WebGPU device refused"):
+        compiled.execute(bindings)
+    compiled.execute(_good_bindings(device))
