@@ -1,6 +1,7 @@
 """gpuops: DirectML's element-wise operators on any GPU through WebGPU, bit-exact against NumPy."""
 
 from .api import default_device, is_infinity, is_nan, modulus_floor, modulus_truncate, sign
+from . import backends
 from .device import Batch, Binding, CompiledOperator, Device
 from .enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
 from .errors import DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError

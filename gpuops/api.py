@@ -11,7 +11,6 @@ import math
 import threading
 
 import numpy as np
-import wgpu
 
 from .device import Binding, Device
 from .enums import DataType, FeatureLevel, IsInfinityMode
@@ -188,7 +187,7 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
         raise DeviceError(f"gpuops.{spec.numpy_name}: a buffer of {largest} bytes is needed; the adapter "
                           f"{device.adapter_name} holds at most {device.max_buffer_size} bytes in one buffer")
     wgpu_device = device.wgpu_device
-    buffers: dict[tuple[int, int], wgpu.GPUBuffer] = {}
+    buffers: dict[tuple[int, int], object] = {}
     bindings = {}
     try:
         with device.explained(spec.name, "allocating and filling buffers"):
@@ -197,10 +196,10 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 if key not in buffers:  # the same memory given twice is uploaded once
                     padded = np.zeros(-(-raw.size // 16) * 16, np.uint8)
                     padded[: raw.size] = raw
-                    buffers[key] = wgpu_device.create_buffer_with_data(data=padded, usage=wgpu.BufferUsage.STORAGE)
+                    buffers[key] = wgpu_device.create_buffer_with_data(data=padded, usage=device.wgpu.BufferUsage.STORAGE)
                 bindings[name] = Binding(buffers[key])
             out_buffer = wgpu_device.create_buffer(size=out_size,
-                                                   usage=wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC)
+                                                   usage=device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_SRC)
             buffers[(0, -1)] = out_buffer
         bindings[spec.output] = Binding(out_buffer)
         compiled.execute(bindings)

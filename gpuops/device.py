@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
+from .backends import backend_name, backend_of, load_backend
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, ValidationError
 from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, window_for
@@ -44,13 +45,14 @@ def _adapter_label(adapter) -> str:
     return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
 
 
-def _pick_adapter(name: str | None):
+def _pick_adapter(backend, name: str | None):
     if name is None:
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        adapter = backend.gpu.request_adapter_sync(power_preference="high-performance")
         if adapter is None:
-            raise DeviceError("no WebGPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
+            raise DeviceError(f"no WebGPU adapter found by {backend_name(backend)} (install a Vulkan driver, "
+                              "e.g. Debian's mesa-vulkan-drivers)")
         return adapter
-    adapters = wgpu.gpu.enumerate_adapters_sync()
+    adapters = backend.gpu.enumerate_adapters_sync()
     wanted = name.lower()
     matches = [a for a in adapters
                if any(wanted in str(a.info.get(k, "")).lower()
@@ -67,17 +69,20 @@ class Device:
     """A WebGPU device that runs gpuops operators at one DirectML feature level."""
 
     def __init__(self, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4,
-                 adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None):
+                 adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
+                 backend: str | None = None):
         try:
             self.feature_level = FeatureLevel.parse(feature_level)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
         if wgpu_device is not None:
+            self.wgpu = backend_of(wgpu_device)  # the wgpu-py module (wgpu or wgpudawn) behind this device
             self.wgpu_device = wgpu_device
             self.adapter = wgpu_device.adapter
         else:
+            self.wgpu = load_backend(backend)
             # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
-            self.adapter = _pick_adapter(adapter or os.environ.get("GPUOPS_ADAPTER") or None)
+            self.adapter = _pick_adapter(self.wgpu, adapter or os.environ.get("GPUOPS_ADAPTER") or None)
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]
@@ -104,12 +109,17 @@ class Device:
         with self._lock:
             if access not in self._placeholders:
                 self._placeholders[access] = self.wgpu_device.create_buffer(
-                    label=f"gpuops placeholder ({access})", size=16, usage=wgpu.BufferUsage.STORAGE)
+                    label=f"gpuops placeholder ({access})", size=16, usage=self.wgpu.BufferUsage.STORAGE)
             return self._placeholders[access]
 
     @property
     def adapter_name(self) -> str:
         return _adapter_label(self.adapter)
+
+    @property
+    def backend(self) -> str:
+        """'wgpu-native' or 'dawn'."""
+        return backend_name(self.wgpu)
 
     def compile(self, desc: object, feature_level: FeatureLevel | str | int | None = None) -> CompiledOperator:
         """Validate `desc` at the feature level (the device's by default) and prepare its dispatch (cached)."""
@@ -142,7 +152,7 @@ class Device:
         """wgpu reports validation and memory errors as its own exceptions: say what gpuops was doing."""
         try:
             yield
-        except wgpu.GPUError as exc:
+        except self.wgpu.GPUError as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: "
                               f"{type(exc).__name__}: {first_line}") from exc
@@ -155,13 +165,13 @@ class Device:
             return found
 
     def _create_pipeline(self, key: KernelKey):
-        device = self.wgpu_device
+        device, api = self.wgpu_device, self.wgpu
         module = device.create_shader_module(label=key.shader, code=shader_source(key))
-        entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+        entries = [{"binding": 0, "visibility": api.ShaderStage.COMPUTE,
+                    "buffer": {"type": api.BufferBindingType.uniform}}]
         for binding, _, access in key.bindings():
-            kind = wgpu.BufferBindingType.read_only_storage if access == READ else wgpu.BufferBindingType.storage
-            entries.append({"binding": binding, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}})
+            kind = api.BufferBindingType.read_only_storage if access == READ else api.BufferBindingType.storage
+            entries.append({"binding": binding, "visibility": api.ShaderStage.COMPUTE, "buffer": {"type": kind}})
         layout = device.create_bind_group_layout(entries=entries)
         pipeline = device.create_compute_pipeline(
             label=key.shader, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
@@ -268,7 +278,7 @@ class CompiledOperator:
         element_count = math.prod(it.sizes)
         uniforms = _uniform_bytes(it, slots, [w.base_element for w in windows], element_count, key.unit)
         wgpu_device = device.wgpu_device
-        uniform_buffer = wgpu_device.create_buffer_with_data(data=uniforms, usage=wgpu.BufferUsage.UNIFORM)
+        uniform_buffer = wgpu_device.create_buffer_with_data(data=uniforms, usage=device.wgpu.BufferUsage.UNIFORM)
         entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
         for binding_index, name, access in key.bindings():
             operand = (binding_index - 1) // 2

@@ -155,8 +155,6 @@ def _output_addresses_distinct(tensor: TensorDesc) -> bool:
 def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device: object) -> None:
     """Refuse, before any GPU work, bindings DirectML would refuse (DML_BUFFER_BINDING rules) and in-place
     requests the operator does not allow. `device` is the gpuops Device the operator was compiled on."""
-    import wgpu  # deferred: validate() itself needs no GPU stack
-
     from .device import Binding
     from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT
 
@@ -178,12 +176,12 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
             raise refuse(name, f"missing; expected: {expected}")
         binding = bindings[name]
         tensor: TensorDesc = getattr(desc, name)
-        if not isinstance(binding, Binding) or not isinstance(binding.buffer, wgpu.GPUBuffer):
+        if not isinstance(binding, Binding) or not isinstance(binding.buffer, device.wgpu.GPUBuffer):
             raise refuse(name, f"{type(binding).__name__} is not a gpuops.Binding on a wgpu.GPUBuffer")
         buffer = binding.buffer
         if getattr(buffer, "_device", device.wgpu_device) is not device.wgpu_device:
             raise refuse(name, "the buffer belongs to another wgpu device than this gpuops.Device")
-        if not buffer.usage & wgpu.BufferUsage.STORAGE:
+        if not buffer.usage & device.wgpu.BufferUsage.STORAGE:
             raise refuse(name, f"the buffer's usage {int(buffer.usage)} lacks wgpu.BufferUsage.STORAGE")
         alignment = max(MINIMUM_BUFFER_TENSOR_ALIGNMENT, tensor.guaranteed_base_offset_alignment)
         if not isinstance(binding.offset, int) or binding.offset < 0 or binding.offset % alignment:

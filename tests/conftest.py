@@ -4,6 +4,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 import gpuops
+from gpuops.backends import installed_backends
 
 # Modest example counts in CI; GPUOPS_HYPOTHESIS_EXAMPLES=1000 for a long run.
 settings.register_profile("gpuops", max_examples=int(os.environ.get("GPUOPS_HYPOTHESIS_EXAMPLES", "25")),
@@ -11,7 +12,10 @@ settings.register_profile("gpuops", max_examples=int(os.environ.get("GPUOPS_HYPO
 settings.load_profile("gpuops")
 
 
-@pytest.fixture(scope="session")
-def device() -> gpuops.Device:
-    # No skip: a machine without an adapter must fail here, loudly (CI has to prove the shaders run).
-    return gpuops.default_device()
+@pytest.fixture(scope="session", params=installed_backends())
+def device(request) -> gpuops.Device:
+    """One Device per WebGPU implementation installed (wgpu-native always; Dawn with gpuops[dawn]).
+
+    No skip: a machine without an adapter must fail here, loudly (CI has to prove the shaders run)."""
+    default = gpuops.default_device()
+    return default if default.backend == request.param else gpuops.Device(backend=request.param)

@@ -12,7 +12,16 @@ from .reference import assert_same_bits
 def test_device_reports_its_adapter(device):
     assert device.adapter_name
     assert device.feature_level == FeatureLevel.LEVEL_6_4
-    assert gpuops.default_device() is device  # created once, reused
+    assert gpuops.default_device() is gpuops.default_device()  # created once, reused
+
+
+def test_backends(device, monkeypatch):
+    assert device.backend in gpuops.backends.installed_backends()
+    with pytest.raises(gpuops.ValidationError, match="backend 'vulkan-direct' is unknown; allowed: wgpu-native, dawn"):
+        gpuops.Device(backend="vulkan-direct")
+    monkeypatch.setenv("GPUOPS_BACKEND", device.backend)
+    assert gpuops.Device().backend == device.backend
+    assert gpuops.Device(wgpu_device=device.wgpu_device).backend == device.backend
 
 
 def test_unknown_adapter_is_refused_with_the_list():

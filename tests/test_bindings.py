@@ -90,7 +90,7 @@ MOD_DESC = make_desc(MOD_FLOOR, None, DataType.FLOAT32, DataType.FLOAT32, (8,)) 
 
 def _refusals(device):
     shared = _buffer(device)
-    other_device = wgpu.gpu.request_adapter_sync().request_device_sync()
+    other_device = device.wgpu.gpu.request_adapter_sync().request_device_sync()
     yield "offset-8", {"a_tensor": Binding(_buffer(device), 8)}, r"bindings\['a_tensor'\]: offset 8 is not a multiple"
     yield "offset-past-end", {"b_tensor": Binding(_buffer(device), 272)}, r"bindings\['b_tensor'\]: offset 272 is past"
     yield "size-too-small", {"a_tensor": Binding(_buffer(device), 0, 16)}, r"size 16 is smaller than"

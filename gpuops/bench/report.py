@@ -159,13 +159,12 @@ def results_table(results: list[dict], compare: tuple[str, ...] = ()) -> str:
     return "\n".join(out)
 
 
-def table_notes(results: list[dict], compare: tuple[str, ...], conversion) -> list[str]:
+def table_notes(results: list[dict], compare: tuple[str, ...]) -> list[str]:
     """Footnotes: what the columns mean and anything a reader must know to trust them."""
     notes = ["GB/s: bytes of tensor elements read (distinct addresses) + written, per second of GPU time; "
              "% copy: against a plain WGSL copy moving as many bytes, measured in this run."]
     if any(r.get("gbps_basis") == "host" for r in results):
         notes.append("*: no GPU timestamps on this adapter, rated with host time (submit to completion).")
-    notes.append(f"timestamps: {conversion.note}")
     for what in compare:
         errors = {r["compare"][what]["error"] for r in results
                   if r.get("compare", {}).get(what) and "error" in r["compare"][what]}

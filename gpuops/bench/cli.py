@@ -1,0 +1,391 @@
+"""gpuops-bench: benchmarks of gpuops' operators, and DirectML's DxDispatch model files run on any WebGPU adapter.
+
+Every user error (a bad argument, a malformed model, an unknown operator, a refused description, a missing
+adapter) is one line on stderr starting with "gpuops-bench: error: " and exit status 2; a kernel whose result
+differs from NumPy is reported the same way with status 1 and is never timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import wgpu
+
+from ..device import Device
+from ..enums import FeatureLevel
+from ..errors import GpuOpsError
+from . import report
+from .model import ModelError, ModelRunner, RunOptions, load_model
+from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_elements, layout_sizes, operator_names,
+                    plot_sweep, run_cases, sweep_limit)
+from .ticks import calibrate
+from .timing import GpuTimer
+from .workload import LAYOUT_HELP, LAYOUTS, make_case
+
+PROG = "gpuops-bench"
+COMPARE_CHOICES = ("numpy", "torch")
+EXIT_OK, EXIT_WRONG_RESULT, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(GpuOpsError):
+    """A command line the tool cannot act on."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad command line is a UsageError (one line, status 2) instead of usage text and exit."""
+
+    def error(self, message: str):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+# --------------------------------------------------------------------------------------------- argument types
+
+def _words(text: str) -> list[str]:
+    return [word.strip() for word in text.split(",") if word.strip()]
+
+
+def _positive_ints(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(word) for word in _words(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: give non-negative integers, e.g. 4096,4096")
+    return values
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    values = _positive_ints(text)
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"{text!r}: every size must be at least 1")
+    return values
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value}; must be at least {minimum}")
+        return value
+    return parse
+
+
+def _elements(text: str) -> int:
+    """An element count: 65536, 2^16 or 1<<16."""
+    cleaned = text.replace(" ", "")
+    try:
+        if "^" in cleaned:
+            base, exponent = cleaned.split("^")
+            value = int(base) ** int(exponent)
+        elif "<<" in cleaned:
+            base, shift = cleaned.split("<<")
+            value = int(base) << int(shift)
+        else:
+            value = int(cleaned)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an element count (e.g. 65536, 2^16)") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}; must be at least 1")
+    return value
+
+
+def _feature_level(text: str) -> FeatureLevel:
+    try:
+        return FeatureLevel.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _compare(values: list[str] | None) -> tuple[str, ...]:
+    wanted = [w.lower() for v in values or [] for w in _words(v)]
+    for word in wanted:
+        if word not in COMPARE_CHOICES:
+            raise UsageError(f"--compare {word!r}; allowed: {', '.join(COMPARE_CHOICES)}")
+    return tuple(c for c in COMPARE_CHOICES if c in wanted)
+
+
+def _flat(values: list[str] | None) -> list[str] | None:
+    return [w for v in values for w in _words(v)] if values else None
+
+
+def _timing_options(iterations: int, warmup: int, json_default: str | None = None) -> argparse.ArgumentParser:
+    """Options every benchmark command shares; a fresh parser each time, since argparse shares parents' actions and
+    set_defaults on one command would change the others."""
+    options = _Parser(add_help=False)
+    options.add_argument("-i", "--iterations", type=_count(1), default=iterations, metavar="N",
+                         help=f"timed iterations per case (default {iterations})")
+    options.add_argument("-w", "--warmup", type=_count(0), default=warmup, metavar="N",
+                         help=f"untimed warm-up iterations before them (default {warmup})")
+    options.add_argument("--json", metavar="FILE", default=json_default,
+                         help="write the results as JSON (layout: docs/bench-json.md)"
+                              + (f"; default {json_default}" if json_default else ""))
+    options.add_argument("--compare", action="append", metavar="WHAT",
+                         help="also time the same operation in 'numpy' (CPU) or 'torch' (PyTorch on CUDA, when "
+                              "importable); repeat or separate with commas")
+    options.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    return options
+
+
+# ------------------------------------------------------------------------------------------------ the parser
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Benchmarks of gpuops' DirectML element-wise operators on WebGPU, "
+                                            "checked bit for bit against NumPy before they are timed, and a runner "
+                                            "for DirectML's DxDispatch model files. Without a command: the short "
+                                            "default benchmark ('default').",
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog="exit status: 0 ok, 1 a result differed from NumPy (not timed), 2 a usage error")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    device_options = _Parser(add_help=False)
+    device_options.add_argument("-a", "--adapter", metavar="NAME",
+                                help="adapter by name substring (see 'adapters'); default: the best one found")
+    device_options.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.LEVEL_6_4,
+                                metavar="LEVEL", help="DirectML feature level, e.g. 6.4 (default), 3.0, 2.1")
+    default = commands.add_parser("default", parents=[device_options, _timing_options(20, 3)],
+                                  help="a short benchmark of every operator: a readable table (the default command)",
+                                  description="Every operator on a few data types at one size (2^22 elements on "
+                                              "a software adapter, 2^26 on a GPU), as a table.")
+    default.add_argument("--ops", nargs="+", action="extend", metavar="OP", help="operators (default: all five)")
+    default.add_argument("--dtypes", nargs="+", action="extend", metavar="TYPE",
+                         help=f"data types (default: {', '.join(DEFAULT_DTYPES)}, where supported)")
+    default.add_argument("--elements", type=_elements, metavar="N", help="elements per tensor")
+    default.set_defaults(handler=run_default)
+
+    adapters = commands.add_parser("adapters", help="list every WebGPU adapter with its limits and features",
+                                   description="Every adapter wgpu finds: backend, type, driver, the limits gpuops "
+                                               "uses and the features.")
+    adapters.set_defaults(handler=run_adapters)
+
+    op = commands.add_parser("op", parents=[device_options, _timing_options(20, 3)], help="check and time one operator",
+                             description="Check one operator against NumPy, then time it: GPU time from timestamp "
+                                         "queries (median, min, max), bandwidth of the element bytes read and "
+                                         "written, that bandwidth as a percentage of a plain WGSL copy measured in "
+                                         "the same run, and host time per dispatch.\n\nlayouts:\n"
+                                         + "\n".join(f"  {k:12s} {v}" for k, v in LAYOUT_HELP.items()),
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+    op.add_argument("operator", metavar="OPERATOR",
+                    help="sign, is_nan, is_infinity, modulus_floor, modulus_truncate (or DML_OPERATOR_... names)")
+    op.add_argument("--dtype", default="float32", metavar="TYPE", help="input data type (default float32)")
+    op.add_argument("--out-dtype", metavar="TYPE",
+                    help="output data type (default: uint8 for is_nan/is_infinity, else the input's)")
+    op.add_argument("--sizes", type=_sizes, default=(1024, 1024), metavar="N,N,...",
+                    help="tensor sizes (default 1024,1024)")
+    op.add_argument("--layout", choices=LAYOUTS, default="packed", help="memory layout (default packed)")
+    op.add_argument("--strides", type=_positive_ints, metavar="S,S,...",
+                    help="explicit element strides of the inputs (the output stays packed)")
+    op.add_argument("--mode", metavar="MODE", help="is_infinity mode: either (default), positive, negative")
+    op.set_defaults(handler=run_op)
+
+    sweep = commands.add_parser("sweep", parents=[device_options, _timing_options(10, 2, "gpuops-sweep.json")],
+                                help="every operator x data type x size, with JSON and a plot",
+                                description="Every operator x data type x size from 2^10 elements up to the limit "
+                                            "(2^16 on a software adapter; up to 2^28 on a GPU, as far as the "
+                                            "adapter's buffers and host memory allow). Prints a table and writes "
+                                            "JSON and, when matplotlib is installed, a PNG of bandwidth against "
+                                            "size.")
+    sweep.add_argument("--ops", nargs="+", action="extend", metavar="OP", help="operators (default: all five)")
+    sweep.add_argument("--dtypes", nargs="+", action="extend", metavar="TYPE",
+                       help="data types (default: every type each operator supports)")
+    sweep.add_argument("--max-elements", type=_elements, metavar="N", help="largest size (e.g. 4096, 2^24)")
+    sweep.add_argument("--min-elements", type=_elements, default=SWEEP_MIN, metavar="N",
+                       help="smallest size (default 2^10)")
+    sweep.add_argument("--layout", choices=LAYOUTS, default="packed", help="memory layout (default packed)")
+    sweep.add_argument("--mode", metavar="MODE", help="is_infinity mode (default either)")
+    sweep.add_argument("--plot", metavar="FILE.png", help="plot file (default: the JSON file's name, .png)")
+    sweep.set_defaults(handler=run_sweep)
+
+    model = commands.add_parser("model", help="run a DxDispatch model file (.json)",
+                                description="Run a DirectML DxDispatch model for gpuops' five operators: "
+                                            "resources, dispatchables and dispatch/print/writeFile commands. Flags "
+                                            "mean what they mean in DxDispatch.")
+    model.add_argument("file", nargs="?", metavar="MODEL.json", help="the model file")
+    model.add_argument("-i", "--dispatch_iterations", dest="iterations", type=_count(1), default=1, metavar="N",
+                       help="iterations of bind/dispatch/wait per dispatch command (default 1)")
+    model.add_argument("-r", "--dispatch_repeat", dest="repeat", type=_count(1), default=1, metavar="N",
+                       help="dispatches per iteration; times are per dispatch (default 1)")
+    model.add_argument("-t", "--milliseconds_to_run", dest="milliseconds", type=float, metavar="MS",
+                       help="run each dispatch command for this long instead of -i iterations")
+    model.add_argument("-w", "--warmup_samples", dest="warmup", type=_count(0), default=1, metavar="N",
+                       help="leading samples counted as cold, left out of the medians (default 1)")
+    model.add_argument("-v", "--timing_verbosity", dest="verbosity", type=int, choices=(0, 1, 2), default=0,
+                       help="0: one line per dispatch; 1: initialization, cold and hot statistics; "
+                            "2: also every iteration")
+    model.add_argument("-a", "--adapter", metavar="NAME", help="adapter by name substring")
+    model.add_argument("-s", "--show_adapters", action="store_true", help="list the adapters and exit")
+    model.add_argument("--dml_feature_level", "--feature-level", dest="feature_level", type=_feature_level,
+                       default=FeatureLevel.LEVEL_6_4, metavar="LEVEL", help="DirectML feature level (default 6.4)")
+    model.set_defaults(handler=run_model)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script; returns the exit status (0 ok, 1 a wrong result, 2 a usage error)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+        argv = ["default"] + argv  # the main job: `gpuops-bench` alone runs the default benchmark
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args)
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
+    except KeyboardInterrupt:
+        return _error("interrupted", 130)
+    except (GpuOpsError, wgpu.GPUError) as exc:
+        return _error(str(exc))
+    except MemoryError:
+        return _error("out of host memory; try fewer elements")
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        return _error(f"cannot access{where}: {exc.strerror or exc}")
+
+
+def _error(message: str, status: int = EXIT_USAGE) -> int:
+    first, *rest = str(message).strip().splitlines() or [""]
+    print(f"{PROG}: error: {first}" + (f" ({' '.join(s.strip() for s in rest)})" if rest else ""), file=sys.stderr)
+    return status
+
+
+# ------------------------------------------------------------------------------------------------- commands
+
+def run_adapters(args) -> int:
+    adapters = wgpu.gpu.enumerate_adapters_sync()
+    if not adapters:
+        return _error("no WebGPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
+    preferred = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    preferred_info = dict(preferred.info) if preferred is not None else None
+    for index, adapter in enumerate(adapters):
+        info = report.adapter_info(adapter)
+        marker = "  (default)" if preferred_info is not None and dict(adapter.info) == preferred_info else ""
+        print(f"[{index}] {info['name']}{marker}")
+        print(f"    backend: {info['backend']}   type: {info['type']}   vendor: {info['vendor'] or '-'} "
+              f"(0x{info['vendor_id']:04x})   device id: 0x{info['device_id']:04x}")
+        print(f"    driver: {info['driver'] or '-'}")
+        print("    limits: " + ", ".join(f"{name} {value}" for name, value in info["limits"].items()))
+        print("    features: " + _wrapped(info["features"], indent=14))
+        timestamps = "yes" if "timestamp-query" in info["features"] else "no (host times only)"
+        print(f"    GPU timestamps: {timestamps}")
+    return EXIT_OK
+
+
+def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
+    lines, line = [], ""
+    for word in words:
+        if line and len(line) + len(word) + 2 > width - indent:
+            lines.append(line + ",")
+            line = word
+        else:
+            line = f"{line}, {word}" if line else word
+    lines.append(line)
+    return ("\n" + " " * indent).join(lines) if words else "-"
+
+
+def _device(args) -> Device:
+    return Device(args.feature_level, adapter=args.adapter)
+
+
+def _header(device: Device, session: Session, what: str) -> None:
+    print(f"{PROG} {what}")
+    print(f"adapter: {device.adapter_name}; driver: {device.adapter.info.get('description') or '-'}; "
+          f"feature level {device.feature_level.label}")
+    print(f"timestamps: {session.conversion.note}")
+
+
+def _progress(args):
+    return None if args.quiet else report.progress
+
+
+def _finish(args, command: str, session: Session, results: list[dict], notes: list[str], **settings) -> int:
+    """Table, notes, JSON; status 1 when any case differed from NumPy."""
+    print()
+    print(report.results_table(results, session.compare))
+    print()
+    for note in report.table_notes(results, session.compare) + notes:
+        print(f"note: {note}")
+    if args.json:
+        doc = report.document(command, session.device, session.conversion, session.settings(**settings), results,
+                              session.roof.entries())
+        path = report.write_json(args.json, doc)
+        print(f"note: results written to {path}")
+    wrong = [r for r in results if not r["exact"]]
+    for row in wrong:
+        _error(f"wrong result, not timed: {row['operator']} {row['dtype']}->{row['output_dtype']} sizes "
+               f"{row['sizes']} layout {row['layout']}: {row['error']}", EXIT_WRONG_RESULT)
+    return EXIT_WRONG_RESULT if wrong else EXIT_OK
+
+
+def run_op(args) -> int:
+    case = make_case(args.operator, args.dtype, args.sizes, args.layout, args.mode, args.out_dtype, args.strides)
+    device = _device(args)
+    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare))
+    _header(device, session, f"op: {case.label} {case.dtype.name.lower()} -> {case.out_dtype.name.lower()}, "
+                             f"sizes {list(case.sizes)}, layout {case.layout_label}, {args.iterations} iterations "
+                             f"after {args.warmup} warm-up")
+    row = session.run(case)
+    if row["exact"]:
+        print(f"check: exact against NumPy ({row['elements']} elements), then timed")
+    return _finish(args, "op", session, [row], [], case={"operator": case.operator, "layout": case.layout_label})
+
+
+def run_default(args) -> int:
+    device = _device(args)
+    elements = args.elements or default_elements(device)
+    cases = cases_for(operator_names(_flat(args.ops)), _flat(args.dtypes), lambda n: (n,), [elements],
+                      device.feature_level, default_dtypes=DEFAULT_DTYPES)
+    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare))
+    _header(device, session, f"default benchmark: {len(cases)} cases of {elements} elements, {args.iterations} "
+                             f"iterations after {args.warmup} warm-up")
+    results, notes = run_cases(session, cases, _progress(args))
+    return _finish(args, "default", session, results, notes, elements=elements)
+
+
+def run_sweep(args) -> int:
+    device = _device(args)
+    largest = sweep_limit(device, args.max_elements)
+    if args.min_elements > largest:
+        raise UsageError(f"--min-elements {args.min_elements} is above the largest size {largest}")
+    counts = []
+    count = 1 << (args.min_elements - 1).bit_length()  # powers of two from the smallest one asked
+    while count <= largest:
+        counts.append(count)
+        count *= 2
+    cases = cases_for(operator_names(_flat(args.ops)), _flat(args.dtypes), layout_sizes(args.layout), counts,
+                      device.feature_level, layout=args.layout, mode=args.mode)
+    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare))
+    _header(device, session, f"sweep: {len(cases)} cases, {counts[0]} to {counts[-1]} elements, layout "
+                             f"{args.layout}, {args.iterations} iterations after {args.warmup} warm-up")
+    results, notes = run_cases(session, cases, _progress(args))
+    status = _finish(args, "sweep", session, results, notes, layout=args.layout, min_elements=counts[0],
+                     max_elements=counts[-1])
+    plot = args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else None)
+    if plot:
+        print(f"note: {plot_sweep(results, session.roof.entries(), plot, device.adapter_name)}")
+    return status
+
+
+def run_model(args) -> int:
+    if args.show_adapters:
+        return run_adapters(args)
+    if not args.file:
+        raise UsageError("model: give a model file (MODEL.json), or -s to list the adapters")
+    try:
+        model = load_model(args.file, args.feature_level)
+        device = Device(args.feature_level, adapter=args.adapter)
+        print(f"Running on '{device.adapter.info.get('device', device.adapter_name)}'")
+        timer = GpuTimer(device)
+        if any(type(c).__name__ == "DispatchCommand" for c in model.commands):
+            conversion = calibrate(device, timer)
+            if conversion.tick_ns is None:
+                timer.supported = False
+            if args.verbosity >= 1:
+                print(f"Timestamps: {conversion.note}")
+        options = RunOptions(args.iterations, args.repeat, args.warmup, args.milliseconds, args.verbosity)
+        ModelRunner(model, device, options, timer=timer).run()
+    except ModelError as exc:
+        return _error(f"{args.file}: {exc}")
+    return EXIT_OK

@@ -1,0 +1,206 @@
+"""Many cases in one run: the default benchmark, the sweep over sizes, and the sweep's plot.
+
+Every case shares one device, one timer (with its calibrated tick length) and one copy-kernel roof per byte count,
+so the percentages in a table are comparable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..device import Device
+from ..enums import DataType, FeatureLevel
+from ..errors import DeviceError, ValidationError
+from ..operators import OPERATORS, spec_by_name
+from .report import physical_memory
+from .ticks import TickConversion, calibrate
+from .timing import GpuTimer
+from .workload import Case, CopyRoof, Workload, make_case, measure, supported_types, tensor_strides
+
+DEFAULT_DTYPES = ("float32", "float16", "int32")
+SOFTWARE_DEFAULT_ELEMENTS = 1 << 22  # well under a minute for the whole default table on lavapipe
+GPU_DEFAULT_ELEMENTS = 1 << 26
+SOFTWARE_SWEEP_MAX = 1 << 16
+GPU_SWEEP_MAX = 1 << 28
+SWEEP_MIN = 1 << 10
+
+
+def is_software(device: Device) -> bool:
+    return device.adapter.info.get("adapter_type") == "CPU"
+
+
+@dataclass
+class Session:
+    """What every case of a run shares."""
+
+    device: Device
+    timer: GpuTimer
+    conversion: TickConversion
+    roof: CopyRoof
+    iterations: int
+    warmup: int
+    compare: tuple[str, ...]
+    feature_level: FeatureLevel
+
+    @classmethod
+    def open(cls, device: Device, iterations: int, warmup: int, compare: tuple[str, ...]) -> Session:
+        timer = GpuTimer(device)
+        conversion = calibrate(device, timer)
+        if conversion.tick_ns is None:
+            timer.supported = False  # GPU times would be meaningless: report host times only
+        return cls(device, timer, conversion, CopyRoof(device, timer, iterations, warmup), iterations, warmup,
+                   compare, device.feature_level)
+
+    def run(self, case: Case) -> dict:
+        workload = Workload(self.device, case, feature_level=self.feature_level)
+        try:
+            return measure(workload, self.timer, self.roof, self.iterations, self.warmup, self.compare)
+        finally:
+            workload.release()
+
+    def settings(self, **extra) -> dict:
+        return {"iterations": self.iterations, "warmup": self.warmup, "compare": list(self.compare), **extra}
+
+
+def operator_names(names: Iterable[str] | None) -> list[str]:
+    """Spec names for the --ops words (every operator when None)."""
+    if not names:
+        return [spec.name for spec in OPERATORS]
+    return [spec_by_name(name).name for name in names]
+
+
+def cases_for(operators: list[str], dtypes: Iterable[str] | None, sizes_of: Callable[[int], tuple[int, ...]],
+              elements: Iterable[int], level: FeatureLevel, layout: str = "packed", mode: str | None = None,
+              default_dtypes: Iterable[str] | None = None) -> list[Case]:
+    """operator x data type x size, keeping only the data types each operator supports at `level`.
+
+    Explicit `dtypes` are parsed strictly (an unknown name is an error); a type an operator lacks is skipped."""
+    wanted = None
+    if dtypes:
+        wanted = []
+        for name in dtypes:
+            try:
+                wanted.append(DataType.parse(name))
+            except (ValueError, KeyError):
+                raise ValidationError(f"unknown data type {name!r}; e.g. float32, float16, int32, uint8") from None
+    elif default_dtypes:
+        wanted = [DataType.parse(name) for name in default_dtypes]
+    cases = []
+    for operator in operators:
+        spec = spec_by_name(operator)
+        supported = supported_types(spec, level)
+        types = supported if wanted is None else [t for t in wanted if t in supported]
+        if layout == "broadcast-b" and len(spec.inputs) < 2:
+            continue
+        for data_type in types:
+            for count in elements:
+                op_mode = mode if spec.name == "ELEMENT_WISE_IS_INFINITY" else None
+                cases.append(make_case(spec.name, data_type, sizes_of(count), layout, op_mode))
+    if not cases:
+        raise ValidationError("no operator supports the data types asked for "
+                              f"({', '.join(dtypes or [])}) at feature level {level.label}")
+    return cases
+
+
+def square_sizes(count: int) -> tuple[int, int]:
+    """A 2-D shape of `count` (a power of two) elements, as square as possible."""
+    rows = 1 << (int(math.log2(count)) // 2)
+    return rows, count // rows
+
+
+def layout_sizes(layout: str) -> Callable[[int], tuple[int, ...]]:
+    """1-D tensors for packed runs; 2-D ones where the layout needs an outer dimension to act on."""
+    return (lambda n: (n,)) if layout == "packed" else square_sizes
+
+
+def default_elements(device: Device) -> int:
+    return SOFTWARE_DEFAULT_ELEMENTS if is_software(device) else GPU_DEFAULT_ELEMENTS
+
+
+def sweep_limit(device: Device, requested: int | None) -> int:
+    """Largest element count of the sweep: what was asked, else small on a software adapter and up to 2^28 on a GPU
+    (each case is further held to the adapter's buffer size limit and to host memory by `fits`)."""
+    if requested is not None:
+        if requested < SWEEP_MIN:
+            raise ValidationError(f"--max-elements {requested} is below the sweep's smallest size {SWEEP_MIN}")
+        return requested
+    return SOFTWARE_SWEEP_MAX if is_software(device) else GPU_SWEEP_MAX
+
+
+def fits(device: Device, case: Case) -> str | None:
+    """None when the case fits the adapter and host memory, else why not."""
+    strides = tensor_strides(case)
+    largest = 0
+    for name in case.spec.tensor_fields:
+        data_type = case.out_dtype if name == case.spec.output else case.dtype
+        span = sum((s - 1) * st for s, st in zip(case.sizes, strides[name])) + 1
+        largest = max(largest, span * data_type.size)
+    limit = device.max_buffer_size  # gpuops splits work over the binding limit, but a buffer must fit
+    if largest > limit:
+        return f"a tensor of {largest} bytes exceeds the adapter's buffer size limit {limit}"
+    memory = physical_memory()
+    elements = math.prod(case.sizes)
+    # inputs, output, read-back and NumPy's expected result live on the host at once
+    host_bytes = elements * ((len(case.spec.inputs) + 1) * case.dtype.size + 3 * case.out_dtype.size)
+    if memory is not None and host_bytes > memory // 2:
+        return f"the case needs about {host_bytes} bytes of host memory; the machine has {memory}"
+    return None
+
+
+def run_cases(session: Session, cases: list[Case],
+              report_progress: Callable[[str, int, int], None] | None = None) -> tuple[list[dict], list[str]]:
+    """Results (one row per case that fits) and notes on the cases skipped."""
+    results, skipped = [], []
+    for index, case in enumerate(cases, 1):
+        label = f"{case.label} {case.dtype.name.lower()} {'x'.join(map(str, case.sizes))}"
+        if report_progress:
+            report_progress(label, index, len(cases))
+        reason = fits(session.device, case)
+        if reason is not None:
+            skipped.append(f"{label}: skipped, {reason}")
+            continue
+        try:
+            results.append(session.run(case))
+        except DeviceError as exc:
+            skipped.append(f"{label}: skipped, {exc}")
+    return results, skipped
+
+
+def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, adapter_name: str) -> str:
+    """Bandwidth against size, one line per operator and data type; returns a note saying what happened."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "plot skipped: matplotlib is not installed (pip install 'gpuops[plot]')"
+    lines: dict[str, list[tuple[int, float]]] = {}
+    for row in results:
+        if not row["exact"]:
+            continue
+        name = row["operator"].removeprefix("ELEMENT_WISE_").lower()
+        key = f"{name} {row['dtype'].lower()}"
+        lines.setdefault(key, []).append((row["elements"], row["gbps"]))
+    figure, axes = plt.subplots(figsize=(10, 6))
+    for key, points in sorted(lines.items()):
+        points.sort()
+        axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", markersize=3, label=key)
+    if copy_roof:
+        axes.plot([entry["bytes_moved"] // 8 for entry in copy_roof], [entry["gbps"] for entry in copy_roof],
+                  color="black", linestyle="--", label="WGSL copy (x axis: float32 pairs)")
+    axes.set_xscale("log", base=2)
+    axes.set_yscale("log")
+    axes.set_xlabel("elements")
+    axes.set_ylabel("GB/s (element bytes read + written)")
+    axes.set_title(f"gpuops on {adapter_name}")
+    axes.grid(True, which="both", alpha=0.3)
+    axes.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return f"plot written to {path}"
