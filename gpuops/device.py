@@ -23,7 +23,7 @@ from .shaders import READ, READ_WRITE, KernelKey, shader_source
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
 
-PLAN_CACHE_SIZE = 64  # bind groups (and their uniform buffers) remembered per compiled operator
+PLAN_CACHE_SIZE = 8192  # dispatch plans (bind groups and their uniform buffers) remembered per device
 COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
 
 
@@ -101,6 +101,7 @@ class Device:
         self._lock = threading.RLock()
         self._pipelines: dict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = {}
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
+        self._plans: OrderedDict[tuple, tuple] = OrderedDict()  # (compiled operator, bindings) -> dispatches
         self._compiled: OrderedDict[tuple[object, FeatureLevel], CompiledOperator] = OrderedDict()
 
     def placeholder(self, access: str) -> wgpu.GPUBuffer:
@@ -197,8 +198,6 @@ class CompiledOperator:
         self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.spec.tensor_fields)
         first = self.tensors[0]
         self.iteration: Iteration = coalesce(first.sizes, [t.element_strides for t in self.tensors])
-        self._plans: OrderedDict[tuple, tuple[_Dispatch, ...]] = OrderedDict()
-        self._lock = threading.Lock()
 
     def execute(self, bindings: Mapping[str, Binding]) -> None:
         """Run once on the device's queue."""
@@ -216,31 +215,31 @@ class CompiledOperator:
         with self.device.explained(self.spec.name, "recording"):
             compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
                                                          if timestamp_writes else {}))
-            for dispatch in dispatches:
-                compute_pass.set_pipeline(dispatch.pipeline)
-                compute_pass.set_bind_group(0, dispatch.bind_group)
-                compute_pass.dispatch_workgroups(*dispatch.grid)
+            _dispatch_all(compute_pass, dispatches)
             compute_pass.end()
 
     def _plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
-        """The dispatches for these bindings: built once, then reused (bounded LRU), so repeated execution
-        allocates nothing."""
+        """The dispatches for these bindings: built once, then reused from the device's bounded cache, so
+        repeated execution allocates nothing."""
         try:
-            cache_key = tuple(sorted(bindings.items(), key=lambda item: item[0]))
+            cache_key = (self, tuple(sorted(bindings.items())))
             hash(cache_key)
         except (AttributeError, TypeError):
             cache_key = None  # not a mapping of Bindings: validation says what is wrong
-        with self._lock:
-            if cache_key is not None and cache_key in self._plans:
-                self._plans.move_to_end(cache_key)
-                return self._plans[cache_key]
+        plans = self.device._plans
+        if cache_key is not None:
+            with self.device._lock:
+                plan = plans.get(cache_key)
+                if plan is not None:
+                    plans.move_to_end(cache_key)
+                    return plan
         validate_bindings(self.spec, self.desc, bindings, self.device)
         with self.device.explained(self.spec.name, "preparing the dispatch"):
             plan = self._make_plan(bindings)
-        with self._lock:
-            self._plans[cache_key] = plan
-            while len(self._plans) > PLAN_CACHE_SIZE:
-                self._plans.popitem(last=False)
+        with self.device._lock:
+            plans[cache_key] = plan
+            while len(plans) > PLAN_CACHE_SIZE:
+                plans.popitem(last=False)
         return plan
 
     def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
@@ -295,14 +294,16 @@ class CompiledOperator:
 
 
 class Batch:
-    """Executions recorded in order into one command encoder and submitted together, like a DirectML command
-    list. Each execution is its own compute pass, and WebGPU orders passes, so an operation reading another's
-    output sees it. Use as a context manager (submits on success, discards on an exception) or call submit().
+    """Executions recorded in order into one compute pass of one command encoder and submitted together, like a
+    DirectML command list. WebGPU makes each dispatch see the storage writes of the dispatches before it, so an
+    operation reading another's output sees it. Use as a context manager (submits on success, discards on an
+    exception) or call submit().
     """
 
     def __init__(self, device: Device):
         self.device = device
         self.encoder = device.wgpu_device.create_command_encoder(label="gpuops batch")
+        self._pass = self.encoder.begin_compute_pass()
         self.count = 0
         self._done = False
 
@@ -311,13 +312,16 @@ class Batch:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
         if compiled.device is not self.device:
             raise ValidationError(f"{compiled.spec.name}: compiled on another gpuops.Device than this batch's")
-        compiled.record(self.encoder, bindings)
+        dispatches = compiled._plan(bindings)  # validated before anything is recorded
+        with self.device.explained(compiled.spec.name, "recording"):
+            _dispatch_all(self._pass, dispatches)
         self.count += 1
 
     def submit(self) -> None:
         if self._done:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
         self._done = True
+        self._pass.end()
         self.device.submit(self.encoder, f"a batch of {self.count} operations")
 
     def __enter__(self) -> Batch:
@@ -327,6 +331,13 @@ class Batch:
         if exc_type is None and not self._done:
             self.submit()
         self._done = True
+
+
+def _dispatch_all(compute_pass, dispatches: tuple[_Dispatch, ...]) -> None:
+    for dispatch in dispatches:
+        compute_pass.set_pipeline(dispatch.pipeline)
+        compute_pass.set_bind_group(0, dispatch.bind_group)
+        compute_pass.dispatch_workgroups(*dispatch.grid)
 
 
 def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:

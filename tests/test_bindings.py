@@ -169,7 +169,7 @@ def test_split_over_the_binding_limit(small_limit_device, case, strided):
         strides["b_tensor"] = (0, 1)  # broadcast along the outer dimension
     desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
     run_and_check(small_limit_device, desc, rng, _values(rng), offsets={names[0]: 48})
-    dispatches = next(iter(small_limit_device.compile(desc)._plans.values()))
+    dispatches = next(iter(small_limit_device._plans.values()))
     assert len(dispatches) > 1
 
 
@@ -187,7 +187,7 @@ def test_more_than_65535_workgroups(device):
     count = (2**16 + 1) * 4  # float32: 4 elements a unit
     x = np.random.default_rng(8).standard_normal(count).astype(np.float32)
     assert_same_bits(gpuops.sign(x, device=small_groups), np.sign(x))
-    dispatches = next(iter(next(iter(small_groups._compiled.values()))._plans.values()))
+    dispatches = next(iter(small_groups._plans.values()))
     assert dispatches[0].grid[1] > 1
 
 
@@ -240,11 +240,17 @@ def test_repeated_execution_allocates_nothing(device, monkeypatch):
     assert created == []
 
 
-def test_caches_are_bounded(device):
-    compiled = device.compile(make_desc(SIGN, None, DataType.UINT8, DataType.UINT8, (5,)))
-    for _ in range(gpuops.device.PLAN_CACHE_SIZE + 10):
+def test_caches_are_bounded(device, monkeypatch):
+    monkeypatch.setattr(gpuops.device, "PLAN_CACHE_SIZE", 20)
+    monkeypatch.setattr(gpuops.device, "COMPILED_CACHE_SIZE", 5)
+    fresh = gpuops.Device(wgpu_device=device.wgpu_device)
+    compiled = fresh.compile(make_desc(SIGN, None, DataType.UINT8, DataType.UINT8, (5,)))
+    for _ in range(30):
         compiled.execute({"input_tensor": Binding(_buffer(device, 16)), "output_tensor": Binding(_buffer(device, 16))})
-    assert len(compiled._plans) == gpuops.device.PLAN_CACHE_SIZE
+    assert len(fresh._plans) == 20
+    for n in range(1, 10):
+        fresh.compile(make_desc(SIGN, None, DataType.UINT8, DataType.UINT8, (n,)))
+    assert len(fresh._compiled) == 5
 
 
 def test_one_device_from_eight_threads(device):

@@ -62,10 +62,11 @@ class GpuTimer:
         self.supported = "timestamp-query" in self.wgpu_device.features
         self.max_passes = max_passes
         if self.supported:
-            self.query_set = self.wgpu_device.create_query_set(type=wgpu.QueryType.timestamp, count=2 * max_passes)
+            api = device.wgpu
+            self.query_set = self.wgpu_device.create_query_set(type=api.QueryType.timestamp, count=2 * max_passes)
             size = 16 * max_passes
             self.resolve = self.wgpu_device.create_buffer(
-                size=size, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC)
+                size=size, usage=api.BufferUsage.QUERY_RESOLVE | api.BufferUsage.COPY_SRC)
         self.tick_ns = 1.0  # wgpu-native reports raw ticks; calibrate() measures their length
 
     def writes(self, index: int) -> dict | None:
@@ -113,7 +114,7 @@ class GpuTimer:
 
     def _fence_buffer(self) -> wgpu.GPUBuffer:
         if not hasattr(self, "_fence"):
-            self._fence = self.wgpu_device.create_buffer(size=4, usage=wgpu.BufferUsage.COPY_SRC)
+            self._fence = self.wgpu_device.create_buffer(size=4, usage=self.device.wgpu.BufferUsage.COPY_SRC)
         return self._fence
 
 
@@ -123,7 +124,7 @@ class CopyKernel:
     def __init__(self, device: Device, size_bytes: int):
         wgpu_device = device.wgpu_device
         size_bytes = -(-size_bytes // 16) * 16
-        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_DST
+        usage = device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_DST
         self.src = wgpu_device.create_buffer(size=size_bytes, usage=usage)
         self.dst = wgpu_device.create_buffer(size=size_bytes, usage=usage)
         self.bytes_moved = 2 * size_bytes
