@@ -59,6 +59,12 @@ fn unit_in_one_row(first: u32) -> bool {
     return first % dim_size(RANK - 1u) + UNIT <= dim_size(RANK - 1u);
 }
 
+// A strided operand whose unit lies in one row, contiguous and 16-byte aligned, still moves as one chunk
+// (a broadcast operand's rows, a padded layout's rows).
+fn unit_is_chunk(operand: u32, first_offsets: vec3<u32>, in_row: bool) -> bool {
+    return in_row && dim_strides(RANK - 1u)[operand] == 1u && first_offsets[operand] % UNIT == 0u;
+}
+
 fn run_unit(unit: u32) {
     let first = unit * UNIT;
     if (params.element_count - first >= UNIT) {  // (first + UNIT could pass 2^32)

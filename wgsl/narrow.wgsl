@@ -63,6 +63,9 @@ fn load_unit(operand: u32, linear: bool, first: u32, first_offsets: vec3<u32>, i
     if (linear) {
         return in_chunk(operand, (params.base[operand] + first) / UNIT);
     }
+    if (unit_is_chunk(operand, first_offsets, in_row)) {
+        return in_chunk(operand, first_offsets[operand] / UNIT);
+    }
     return vec4<u32>(gather_word(operand, 0u, first, first_offsets, in_row),
                      gather_word(operand, 1u, first, first_offsets, in_row),
                      gather_word(operand, 2u, first, first_offsets, in_row),
@@ -79,9 +82,10 @@ fn scatter_results(k: u32, results: vec2<u32>, first: u32, first_offsets: vec3<u
     }
 }
 
-// The results of a whole unit to a linear output: 4 x RESULT_BITS bits, stored as words or chunks.
-fn store_linear(first: u32, r0: vec2<u32>, r1: vec2<u32>, r2: vec2<u32>, r3: vec2<u32>) {
-    let word = (params.base[OPERAND_OUT] + first) / OUT_PER_WORD;
+// The results of a whole unit to contiguous output elements from element `offset` (16-byte aligned):
+// 4 x RESULT_BITS bits, stored as words or chunks.
+fn store_contiguous(offset: u32, r0: vec2<u32>, r1: vec2<u32>, r2: vec2<u32>, r3: vec2<u32>) {
+    let word = offset / OUT_PER_WORD;
     if (RESULT_BITS == 8u) {
         out_store_word(word, r0.x | (r1.x << 8u) | (r2.x << 16u) | (r3.x << 24u));
     } else if (RESULT_BITS == 16u) {
@@ -112,7 +116,9 @@ fn run_full_unit(first: u32) {
     let r2 = word_results(a.z, b.z);
     let r3 = word_results(a.w, b.w);
     if (OUT_LINEAR) {
-        store_linear(first, r0, r1, r2, r3);
+        store_contiguous(params.base[OPERAND_OUT] + first, r0, r1, r2, r3);
+    } else if (unit_is_chunk(OPERAND_OUT, first_offsets, in_row)) {
+        store_contiguous(first_offsets[OPERAND_OUT], r0, r1, r2, r3);
     } else {
         scatter_results(0u, r0, first, first_offsets, in_row);
         scatter_results(1u, r1, first, first_offsets, in_row);

@@ -21,28 +21,30 @@ fn run_elements(first: u32, count: u32) {
     }
 }
 
+fn load_unit(operand: u32, linear: bool, offsets0: vec3<u32>, offsets1: vec3<u32>, in_row: bool) -> vec4<u32> {
+    if (linear || unit_is_chunk(operand, offsets0, in_row)) {
+        return in_chunk(operand, offsets0[operand] / 2u);
+    }
+    return vec4<u32>(load_element(operand, offsets0[operand]), load_element(operand, offsets1[operand]));
+}
+
 fn run_full_unit(first: u32) {
     var offsets0 = params.base.xyz + vec3<u32>(first);
     var offsets1 = offsets0 + vec3<u32>(1u);
+    var in_row = true;
     if (!ALL_LINEAR) {
         offsets0 = element_offsets(first);
-        offsets1 = unit_element_offsets(first, 1u, offsets0, unit_in_one_row(first));
+        in_row = unit_in_one_row(first);
+        offsets1 = unit_element_offsets(first, 1u, offsets0, in_row);
     }
-    var a: vec4<u32>;
-    if (A_LINEAR) {
-        a = in_chunk(OPERAND_A, offsets0[OPERAND_A] / 2u);
-    } else {
-        a = vec4<u32>(load_element(OPERAND_A, offsets0[OPERAND_A]), load_element(OPERAND_A, offsets1[OPERAND_A]));
-    }
+    let a = load_unit(OPERAND_A, A_LINEAR, offsets0, offsets1, in_row);
     var b = vec4<u32>();
-    if (HAS_B && B_LINEAR) {
-        b = in_chunk(OPERAND_B, offsets0[OPERAND_B] / 2u);
-    } else if (HAS_B) {
-        b = vec4<u32>(load_element(OPERAND_B, offsets0[OPERAND_B]), load_element(OPERAND_B, offsets1[OPERAND_B]));
+    if (HAS_B) {
+        b = load_unit(OPERAND_B, B_LINEAR, offsets0, offsets1, in_row);
     }
     let r0 = compute(a.xy, b.xy);
     let r1 = compute(a.zw, b.zw);
-    if (OUT_LINEAR) {
+    if (OUT_LINEAR || unit_is_chunk(OPERAND_OUT, offsets0, in_row)) {
         out_chunks[offsets0[OPERAND_OUT] / 2u] = vec4<u32>(r0, r1);
     } else {
         store_element(offsets0[OPERAND_OUT], r0);
