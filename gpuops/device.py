@@ -19,7 +19,7 @@ from .errors import DeviceError, GpuOpsError, ValidationError
 from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, window_for
 from .operators import OperatorSpec, spec_of
 from . import shaders
-from .shaders import READ, READ_WRITE, KernelKey, shader_source
+from .shaders import READ, SEPARATE, SHARED, VIA_OUTPUT, KernelKey, shader_source
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
 
@@ -170,7 +170,7 @@ class Device:
         module = device.create_shader_module(label=key.shader, code=shader_source(key))
         entries = [{"binding": 0, "visibility": api.ShaderStage.COMPUTE,
                     "buffer": {"type": api.BufferBindingType.uniform}}]
-        for binding, _, access in key.bindings():
+        for binding, _, access, _ in key.bindings():
             kind = api.BufferBindingType.read_only_storage if access == READ else api.BufferBindingType.storage
             entries.append({"binding": binding, "visibility": api.ShaderStage.COMPUTE, "buffer": {"type": kind}})
         layout = device.create_bind_group_layout(entries=entries)
@@ -246,17 +246,35 @@ class CompiledOperator:
         spec, device = self.spec, self.device
         ordered = [bindings[name] for name in spec.tensor_fields]
         inputs, output = ordered[:-1], ordered[-1]
-        access = tuple(READ_WRITE if b.buffer is output.buffer else READ for b in inputs)
         # Operand slots in the shader are a, b, out; a unary operator leaves slot b empty.
         slots = list(range(len(inputs))) + [2]
         element_sizes = [t.data_type.size for t in self.tensors]
-        # Room for the window's alignment slack: every bound window stays within the adapter's limit.
+        # Room for the windows' alignment slack: every bound window stays within the adapter's limit.
         limit = device.binding_size_limit - device.storage_offset_alignment - 16
+        shares_output = [b.buffer is output.buffer for b in inputs]
+        if any(shares_output):
+            limit //= 2  # an input read through the output's binding widens that window
         dispatches = []
         for box in split_boxes(self.iteration, element_sizes, limit):
-            windows = [window_for(b.offset + start * es, span_in_bytes(box.sizes, st, es), es,
-                                  device.storage_offset_alignment, b.buffer.size)
-                       for b, start, st, es in zip(ordered, box.starts, box.strides, element_sizes)]
+            starts = [b.offset + start * es for b, start, es in zip(ordered, box.starts, element_sizes)]
+            spans = [span_in_bytes(box.sizes, st, es) for st, es in zip(box.strides, element_sizes)]
+            windows = [window_for(start, span, es, device.storage_offset_alignment, b.buffer.size)
+                       for b, start, span, es in zip(ordered, starts, spans, element_sizes)]
+            placement = [SEPARATE] * len(inputs)
+            if any(shares_output):
+                # One writable binding per buffer: inputs in the output's buffer are read through the output's
+                # binding, widened to cover them (in place, the regions are the same).
+                covered = [i for i, shared in enumerate(shares_output) if shared] + [len(inputs)]
+                first = min(starts[i] for i in covered)
+                end = max(starts[i] + spans[i] for i in covered)
+                union = window_for(first, end - first, 1, device.storage_offset_alignment, output.buffer.size)
+                if union.size <= device.binding_size_limit:
+                    for i in covered:
+                        windows[i] = Window(union.offset, union.size, (starts[i] - union.offset) // element_sizes[i])
+                        if i < len(inputs):
+                            placement[i] = VIA_OUTPUT
+                else:
+                    placement = [SHARED if shared else SEPARATE for shared in shares_output]
             it = Iteration(box.sizes, box.strides)
             linear = [True, True, True]
             for operand, (slot, window, es) in enumerate(zip(slots, windows, element_sizes)):
@@ -264,7 +282,7 @@ class CompiledOperator:
                 linear[slot] = it.is_linear(operand) and (window.base_element * es) % 16 == 0
             key = KernelKey(
                 shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
-                input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_access=access,
+                input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_placement=tuple(placement),
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size, units_per_invocation=device.units_per_invocation)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows))
@@ -279,8 +297,7 @@ class CompiledOperator:
         wgpu_device = device.wgpu_device
         uniform_buffer = wgpu_device.create_buffer_with_data(data=uniforms, usage=device.wgpu.BufferUsage.UNIFORM)
         entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
-        for binding_index, name, access in key.bindings():
-            operand = (binding_index - 1) // 2
+        for binding_index, name, access, operand in key.bindings():
             buffer, offset, size = ordered[operand].buffer, windows[operand].offset, windows[operand].size
             if name.endswith("_chunks"):
                 size -= size % 16

@@ -39,6 +39,11 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
 READ = "read"
 READ_WRITE = "read_write"
 
+# Where an input is bound (KernelKey.input_placement):
+SEPARATE = "separate"  # its own buffer region: read-only views as 16-byte chunks and as u32 words
+VIA_OUTPUT = "via_output"  # the output's buffer, near it (or in place): read through the output's one binding
+SHARED = "shared"  # the output's buffer, too far to share its binding: its own read-write u32 view
+
 
 @dataclass(frozen=True)
 class KernelKey:
@@ -50,7 +55,7 @@ class KernelKey:
     input_count: int  # 1 or 2
     rank: int  # dimensions of the coalesced iteration space, 1..8
     linear: tuple[bool, ...]  # per operand slot (a, b, out): elements at base + position, word aligned
-    input_access: tuple[str, ...]  # per input: READ, or READ_WRITE when it shares a buffer with the output
+    input_placement: tuple[str, ...]  # per input: SEPARATE, VIA_OUTPUT or SHARED
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
@@ -70,14 +75,17 @@ class KernelKey:
         """Sub-word outputs with strides: lanes of one word may be written by different invocations."""
         return self.output_type.size < 4 and not self.linear[2]
 
-    def bindings(self) -> list[tuple[int, str, str]]:
-        """(binding, variable, access) of every storage view: each operand's window is bound twice, as
-        16-byte chunks and as u32 words (two views of one buffer are allowed when both have the same access)."""
-        names = ["a", "b"][: self.input_count] + ["out"]
-        accesses = list(self.input_access) + [READ_WRITE]
+    def bindings(self) -> list[tuple[int, str, str, int]]:
+        """(binding, variable, access, operand) of every storage view. Only read-only views of a range are ever
+        bound twice: WebGPU implementations may refuse two writable views of one buffer range (Dawn does)."""
         views = []
-        for i, (name, access) in enumerate(zip(names, accesses)):
-            views += [(1 + 2 * i, f"{name}_chunks", access), (2 + 2 * i, f"{name}_words", access)]
+        for operand, (name, placement) in enumerate(zip("ab", self.input_placement)):
+            if placement == SEPARATE:
+                views += [(len(views) + 1, f"{name}_chunks", READ, operand),
+                          (len(views) + 2, f"{name}_words", READ, operand)]
+            elif placement == SHARED:
+                views.append((len(views) + 1, f"{name}_words", READ_WRITE, operand))
+        views.append((len(views) + 1, "out_words", READ_WRITE, self.input_count))
         return views
 
 
@@ -104,23 +112,41 @@ def prelude(key: KernelKey) -> str:
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
     ]
     lines += [f"const {name}: u32 = {value}u;" for name, value in key.constants]
-    for binding, name, access in key.bindings():
+    for binding, name, access, _ in key.bindings():
         if name.endswith("_chunks"):
             array = "array<vec4<u32>>"
         else:
             array = "array<atomic<u32>>" if name == "out_words" and key.atomic_output else "array<u32>"
         lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: {array};")
+    lines += _input_accessors(key)
     return "\n".join(lines) + "\n"
+
+
+def _input_accessors(key: KernelKey) -> list[str]:
+    """in_word / in_chunk: one expression per input, chosen by where the input is bound."""
+    out_word = "atomicLoad(&out_words[{i}])" if key.atomic_output else "out_words[{i}]"
+    words, chunks = [], []
+    for name, placement in zip("ab", key.input_placement):
+        word = {SEPARATE: f"{name}_words[{{i}}]", SHARED: f"{name}_words[{{i}}]", VIA_OUTPUT: out_word}[placement]
+        words.append(word.format(i="index"))
+        if placement == SEPARATE:
+            chunks.append(f"{name}_chunks[index]")
+        else:  # no chunk view of a writable range: four word reads
+            chunks.append("vec4<u32>(" + ", ".join(word.format(i=f"4u * index + {k}u") for k in range(4)) + ")")
+    lines = []
+    for function, kind, bodies in (("in_word", "u32", words), ("in_chunk", "vec4<u32>", chunks)):
+        lines.append(f"fn {function}(operand: u32, index: u32) -> {kind} {{")
+        if len(bodies) == 2:
+            lines.append(f"    if (operand == OPERAND_B) {{ return {bodies[1]}; }}")
+        lines += [f"    return {bodies[0]};", "}"]
+    return lines
 
 
 def shader_files(key: KernelKey) -> list[str]:
     """The hand-written files a kernel is made of, relative to wgsl/, in order."""
     family, libraries = DTYPE_SHADERS[key.input_type]
-    files = ["common.wgsl"]
-    if key.wide:
-        files.append("wide.wgsl")
-    else:
-        files += ["narrow.wgsl", "out_atomic.wgsl" if key.atomic_output else "out_plain.wgsl"]
+    files = ["common.wgsl", "wide.wgsl" if key.wide else "narrow.wgsl",
+             "out_atomic.wgsl" if key.atomic_output else "out_plain.wgsl"]
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     files += [f"lib/{name}" for name in libraries]
     files += [f"dtype/{family}", f"ops/{key.shader}"]

@@ -305,3 +305,19 @@ def test_wgpu_errors_are_explained(device):
     with pytest.raises(gpuops.DeviceError, match="ELEMENT_WISE_MODULUS_FLOOR: the WebGPU device refused"):
         compiled.execute(bindings)
     compiled.execute(_good_bindings(device))
+
+
+def test_regions_of_one_buffer_far_apart(small_limit_device):
+    """Inputs too far from the output to share its (limited) binding get views of their own."""
+    device = small_limit_device
+    rng = np.random.default_rng(13)
+    heap = rng.standard_normal(1024).astype(np.float32)
+    buffer = device.wgpu_device.create_buffer_with_data(data=heap, usage=USAGE)
+    desc = make_desc(MOD_TRUNC, None, DataType.FLOAT32, DataType.FLOAT32, (40,))
+    device.compile(desc).execute({"a_tensor": Binding(buffer, 0), "b_tensor": Binding(buffer, 1024),
+                                  "output_tensor": Binding(buffer, 3072)})
+    got = np.frombuffer(device.wgpu_device.queue.read_buffer(buffer), np.float32)
+    assert_same_bits(got[768:808], np.fmod(heap[0:40], heap[256:296]))
+    assert_same_bits(np.delete(got, np.s_[768:808]), np.delete(heap, np.s_[768:808]))
+    keys = [k for k in device._pipelines if k.shader == "modulus_truncate.wgsl"]
+    assert any("shared" in k.input_placement for k in keys)

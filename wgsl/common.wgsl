@@ -1,7 +1,8 @@
 // Shared by every kernel: the per-dispatch uniforms, element addressing and the entry point.
 // The generated prelude (gpuops/shaders.py) declares the aliases InElem/OutElem, the constants (RANK, UNIT,
-// IN_BITS, OUT_BITS, *_LINEAR, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...) and two views of each operand's
-// binding: *_chunks (array<vec4<u32>>, for whole 16-byte chunks) and *_words (array<u32>, for single elements).
+// IN_BITS, OUT_BITS, *_LINEAR, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...), the bindings (one writable view
+// of the output, out_words) and in_chunk(operand, i) / in_word(operand, i), which read an input's 16-byte
+// chunks and u32 words wherever that input is bound.
 
 const OPERAND_A: u32 = 0u;
 const OPERAND_B: u32 = 1u;

@@ -92,10 +92,10 @@ fn store_contiguous(offset: u32, r0: vec2<u32>, r1: vec2<u32>, r2: vec2<u32>, r3
         out_store_word(word, r0.x | (r1.x << 16u));
         out_store_word(word + 1u, r2.x | (r3.x << 16u));
     } else if (RESULT_BITS == 32u) {
-        out_chunks[word / 4u] = vec4<u32>(r0.x, r1.x, r2.x, r3.x);
+        out_store_chunk(word / 4u, vec4<u32>(r0.x, r1.x, r2.x, r3.x));
     } else {
-        out_chunks[word / 4u] = vec4<u32>(r0, r1);
-        out_chunks[word / 4u + 1u] = vec4<u32>(r2, r3);
+        out_store_chunk(word / 4u, vec4<u32>(r0, r1));
+        out_store_chunk(word / 4u + 1u, vec4<u32>(r2, r3));
     }
 }
 

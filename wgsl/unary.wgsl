@@ -1,13 +1,6 @@
 // Adapter for one-input operators: ops/<name>.wgsl defines fn op(x: InElem) -> OutElem.
+// (The prelude defines in_chunk / in_word: where each input lives.)
 const HAS_B: bool = false;
-
-fn in_chunk(operand: u32, index: u32) -> vec4<u32> {
-    return a_chunks[index];
-}
-
-fn in_word(operand: u32, index: u32) -> u32 {
-    return a_words[index];
-}
 
 fn compute(a: InElem, b: InElem) -> OutElem {
     return op(a);

@@ -6,8 +6,8 @@ fn load_element(operand: u32, offset: u32) -> InElem {
 }
 
 fn store_element(offset: u32, value: OutElem) {
-    out_words[2u * offset] = value.x;
-    out_words[2u * offset + 1u] = value.y;
+    out_store_word(2u * offset, value.x);
+    out_store_word(2u * offset + 1u, value.y);
 }
 
 fn run_elements(first: u32, count: u32) {
@@ -45,7 +45,7 @@ fn run_full_unit(first: u32) {
     let r0 = compute(a.xy, b.xy);
     let r1 = compute(a.zw, b.zw);
     if (OUT_LINEAR || unit_is_chunk(OPERAND_OUT, offsets0, in_row)) {
-        out_chunks[offsets0[OPERAND_OUT] / 2u] = vec4<u32>(r0, r1);
+        out_store_chunk(offsets0[OPERAND_OUT] / 2u, vec4<u32>(r0, r1));
     } else {
         store_element(offsets0[OPERAND_OUT], r0);
         store_element(offsets1[OPERAND_OUT], r1);
