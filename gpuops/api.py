@@ -186,7 +186,20 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
     if largest > device.max_buffer_size:
         raise DeviceError(f"gpuops.{spec.numpy_name}: a buffer of {largest} bytes is needed; the adapter "
                           f"{device.adapter_name} holds at most {device.max_buffer_size} bytes in one buffer")
+    with device._lock:  # one device's wgpu calls are never made from two threads at once
+        data = _upload_run_read(spec, device, compiled, views, spans, out_size)
+    count = math.prod(work_shape)
+    result = np.frombuffer(data, output_type.numpy_dtype, count).reshape(work_shape)
+    if flips:
+        result = np.flip(result, flips)
+    return result.reshape(shape)
+
+
+def _upload_run_read(spec: OperatorSpec, device: Device, compiled, views: list[np.ndarray],
+                     spans: list[np.ndarray], out_size: int):
+    """Upload the inputs' bytes, run, and return the output buffer's bytes; every buffer is freed after."""
     wgpu_device = device.wgpu_device
+    usage = device.wgpu.BufferUsage
     buffers: dict[tuple[int, int], object] = {}
     bindings = {}
     try:
@@ -196,10 +209,9 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 if key not in buffers:  # the same memory given twice is uploaded once
                     padded = np.zeros(-(-raw.size // 16) * 16, np.uint8)
                     padded[: raw.size] = raw
-                    buffers[key] = wgpu_device.create_buffer_with_data(data=padded, usage=device.wgpu.BufferUsage.STORAGE)
+                    buffers[key] = wgpu_device.create_buffer_with_data(data=padded, usage=usage.STORAGE)
                 bindings[name] = Binding(buffers[key])
-            out_buffer = wgpu_device.create_buffer(size=out_size,
-                                                   usage=device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_SRC)
+            out_buffer = wgpu_device.create_buffer(size=out_size, usage=usage.STORAGE | usage.COPY_SRC)
             buffers[(0, -1)] = out_buffer
         bindings[spec.output] = Binding(out_buffer)
         compiled.execute(bindings)
@@ -208,8 +220,4 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
     finally:
         for buffer in buffers.values():
             buffer.destroy()
-    count = math.prod(work_shape)
-    result = np.frombuffer(data, output_type.numpy_dtype, count).reshape(work_shape)
-    if flips:
-        result = np.flip(result, flips)
-    return result.reshape(shape)
+    return data

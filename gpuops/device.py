@@ -98,6 +98,8 @@ class Device:
         # Kernel shape (part of every KernelKey): benchmarks and tests may change them on their own Device.
         self.workgroup_size = shaders.WORKGROUP_SIZE
         self.units_per_invocation = shaders.UNITS_PER_INVOCATION
+        # Every wgpu call made for this Device happens under this lock: some WebGPU bindings (Dawn's) crash when
+        # one device is used from several threads at once.
         self._lock = threading.RLock()
         self._pipelines: dict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = {}
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
@@ -145,7 +147,7 @@ class Device:
         return Batch(self)
 
     def submit(self, encoder: wgpu.GPUCommandEncoder, what: str = "gpuops work") -> None:
-        with self.explained(what, "submitting"):
+        with self._lock, self.explained(what, "submitting"):
             self.wgpu_device.queue.submit([encoder.finish()])
 
     @contextlib.contextmanager
@@ -201,9 +203,10 @@ class CompiledOperator:
 
     def execute(self, bindings: Mapping[str, Binding]) -> None:
         """Run once on the device's queue."""
-        encoder = self.device.wgpu_device.create_command_encoder()
-        self.record(encoder, bindings)
-        self.device.submit(encoder, self.spec.name)
+        with self.device._lock:
+            encoder = self.device.wgpu_device.create_command_encoder()
+            self.record(encoder, bindings)
+            self.device.submit(encoder, self.spec.name)
 
     def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding],
                timestamp_writes: dict | None = None) -> None:
@@ -212,7 +215,7 @@ class CompiledOperator:
         Everything is validated first: a refused binding records nothing. `timestamp_writes` is passed to the
         compute pass as is (GPU timing)."""
         dispatches = self._plan(bindings)
-        with self.device.explained(self.spec.name, "recording"):
+        with self.device._lock, self.device.explained(self.spec.name, "recording"):
             compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
                                                          if timestamp_writes else {}))
             _dispatch_all(compute_pass, dispatches)
@@ -234,7 +237,7 @@ class CompiledOperator:
                     plans.move_to_end(cache_key)
                     return plan
         validate_bindings(self.spec, self.desc, bindings, self.device)
-        with self.device.explained(self.spec.name, "preparing the dispatch"):
+        with self.device._lock, self.device.explained(self.spec.name, "preparing the dispatch"):
             plan = self._make_plan(bindings)
         with self.device._lock:
             plans[cache_key] = plan
@@ -319,8 +322,9 @@ class Batch:
 
     def __init__(self, device: Device):
         self.device = device
-        self.encoder = device.wgpu_device.create_command_encoder(label="gpuops batch")
-        self._pass = self.encoder.begin_compute_pass()
+        with device._lock:
+            self.encoder = device.wgpu_device.create_command_encoder(label="gpuops batch")
+            self._pass = self.encoder.begin_compute_pass()
         self.count = 0
         self._done = False
 
@@ -330,7 +334,7 @@ class Batch:
         if compiled.device is not self.device:
             raise ValidationError(f"{compiled.spec.name}: compiled on another gpuops.Device than this batch's")
         dispatches = compiled._plan(bindings)  # validated before anything is recorded
-        with self.device.explained(compiled.spec.name, "recording"):
+        with self.device._lock, self.device.explained(compiled.spec.name, "recording"):
             _dispatch_all(self._pass, dispatches)
         self.count += 1
 
@@ -338,7 +342,8 @@ class Batch:
         if self._done:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
         self._done = True
-        self._pass.end()
+        with self.device._lock:
+            self._pass.end()
         self.device.submit(self.encoder, f"a batch of {self.count} operations")
 
     def __enter__(self) -> Batch:
