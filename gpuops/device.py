@@ -278,6 +278,15 @@ class CompiledOperator:
                             placement[i] = VIA_OUTPUT
                 else:
                     placement = [SHARED if shared else SEPARATE for shared in shares_output]
+            # The output moves as 16-byte chunks when its window can be whole chunks inside the buffer.
+            out = windows[-1]
+            whole = -(-out.size // 16) * 16
+            output_chunks = out.offset + whole <= output.buffer.size
+            if output_chunks:
+                windows[-1] = Window(out.offset, whole, out.base_element)
+                for i, place in enumerate(placement):
+                    if place == VIA_OUTPUT:
+                        windows[i] = Window(out.offset, whole, windows[i].base_element)
             it = Iteration(box.sizes, box.strides)
             linear = [True, True, True]
             for operand, (slot, window, es) in enumerate(zip(slots, windows, element_sizes)):
@@ -286,6 +295,7 @@ class CompiledOperator:
             key = KernelKey(
                 shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
                 input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_placement=tuple(placement),
+                output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size, units_per_invocation=device.units_per_invocation)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows))

@@ -56,6 +56,7 @@ class KernelKey:
     rank: int  # dimensions of the coalesced iteration space, 1..8
     linear: tuple[bool, ...]  # per operand slot (a, b, out): elements at base + position, word aligned
     input_placement: tuple[str, ...]  # per input: SEPARATE, VIA_OUTPUT or SHARED
+    output_chunks: bool = True  # the output's window is whole 16-byte chunks: bind it as vec4<u32>
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
@@ -85,8 +86,14 @@ class KernelKey:
                           (len(views) + 2, f"{name}_words", READ, operand)]
             elif placement == SHARED:
                 views.append((len(views) + 1, f"{name}_words", READ_WRITE, operand))
-        views.append((len(views) + 1, "out_words", READ_WRITE, self.input_count))
+        views.append((len(views) + 1, self.output_view, READ_WRITE, self.input_count))
         return views
+
+    @property
+    def output_view(self) -> str:
+        """The output's one binding: 16-byte chunks when possible, else u32 words (atomic for strided 8/16-bit
+        outputs)."""
+        return "out_chunks" if self.output_chunks and not self.atomic_output else "out_words"
 
 
 def _bits(data_type: DataType) -> int:
@@ -117,6 +124,7 @@ def prelude(key: KernelKey) -> str:
             array = "array<vec4<u32>>"
         else:
             array = "array<atomic<u32>>" if name == "out_words" and key.atomic_output else "array<u32>"
+
         lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: {array};")
     lines += _input_accessors(key)
     return "\n".join(lines) + "\n"
@@ -124,13 +132,16 @@ def prelude(key: KernelKey) -> str:
 
 def _input_accessors(key: KernelKey) -> list[str]:
     """in_word / in_chunk: one expression per input, chosen by where the input is bound."""
-    out_word = "atomicLoad(&out_words[{i}])" if key.atomic_output else "out_words[{i}]"
+    out_word = {"out_chunks": "out_chunks[({i}) / 4u][({i}) % 4u]",
+                "out_words": "atomicLoad(&out_words[{i}])" if key.atomic_output else "out_words[{i}]"}[key.output_view]
     words, chunks = [], []
     for name, placement in zip("ab", key.input_placement):
         word = {SEPARATE: f"{name}_words[{{i}}]", SHARED: f"{name}_words[{{i}}]", VIA_OUTPUT: out_word}[placement]
         words.append(word.format(i="index"))
         if placement == SEPARATE:
             chunks.append(f"{name}_chunks[index]")
+        elif placement == VIA_OUTPUT and key.output_view == "out_chunks":
+            chunks.append("out_chunks[index]")
         else:  # no chunk view of a writable range: four word reads
             chunks.append("vec4<u32>(" + ", ".join(word.format(i=f"4u * index + {k}u") for k in range(4)) + ")")
     lines = []
@@ -145,8 +156,9 @@ def _input_accessors(key: KernelKey) -> list[str]:
 def shader_files(key: KernelKey) -> list[str]:
     """The hand-written files a kernel is made of, relative to wgsl/, in order."""
     family, libraries = DTYPE_SHADERS[key.input_type]
+    output_file = {"out_chunks": "out_chunks.wgsl", "out_words": "out_plain.wgsl"}[key.output_view]
     files = ["common.wgsl", "wide.wgsl" if key.wide else "narrow.wgsl",
-             "out_atomic.wgsl" if key.atomic_output else "out_plain.wgsl"]
+             "out_atomic.wgsl" if key.atomic_output else output_file]
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     files += [f"lib/{name}" for name in libraries]
     files += [f"dtype/{family}", f"ops/{key.shader}"]

@@ -321,3 +321,27 @@ def test_regions_of_one_buffer_far_apart(small_limit_device):
     assert_same_bits(np.delete(got, np.s_[768:808]), np.delete(heap, np.s_[768:808]))
     keys = [k for k in device._pipelines if k.shader == "modulus_truncate.wgsl"]
     assert any("shared" in k.input_placement for k in keys)
+
+
+@pytest.mark.parametrize("data_type,count", [(DataType.FLOAT32, 3), (DataType.INT8, 5), (DataType.INT64, 1),
+                                             (DataType.FLOAT16, 5)], ids=lambda v: getattr(v, "name", str(v)))
+def test_output_ending_where_the_buffer_ends(device, data_type, count):
+    """A buffer that ends inside a 16-byte chunk: the output is bound as words, not chunks."""
+    rng = np.random.default_rng(count)
+    a = random_values(data_type, count, rng)
+    b = random_values(data_type, count, rng)
+    total = -(-a.nbytes // 4) * 4
+
+    def exact_buffer(values):
+        data = np.zeros(total, np.uint8)
+        data[: values.nbytes] = values.view(np.uint8)
+        return device.wgpu_device.create_buffer_with_data(data=data, usage=USAGE)
+
+    out = exact_buffer(np.zeros(count, data_type.numpy_dtype))
+    desc = make_desc(MOD_FLOOR, None, data_type, data_type, (count,))
+    device.compile(desc).execute({"a_tensor": Binding(exact_buffer(a)), "b_tensor": Binding(exact_buffer(b)),
+                                  "output_tensor": Binding(out)})
+    got = np.frombuffer(device.wgpu_device.queue.read_buffer(out), data_type.numpy_dtype, count)
+    with np.errstate(all="ignore"):
+        assert_same_bits(got, np.remainder(a, b), a, b)
+    assert any(not k.output_chunks for k in device._pipelines if k.input_type == data_type)
