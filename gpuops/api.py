@@ -152,6 +152,18 @@ def _positive_strides(views: list[np.ndarray]) -> tuple[list[np.ndarray], tuple[
     return fixed, tuple(flips)
 
 
+def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Packed element strides in the inputs' memory order, as NumPy's order='K' (np.sign(x.T) is F-ordered): a
+    transposed input then runs as one contiguous stream instead of a gather."""
+    order = sorted(range(len(shape)), key=lambda d: tuple(-v.strides[d] for v in views))  # outermost first
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= shape[d]
+    return tuple(strides)
+
+
 def _host_bytes(view: np.ndarray) -> np.ndarray:
     """The bytes from a view's first element to its last, as they lie in memory (strides all >= 0)."""
     span = sum((n - 1) * s for n, s in zip(view.shape, view.strides)) + view.itemsize
@@ -165,7 +177,7 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
     views = [np.broadcast_to(a, shape).reshape(work_shape) if a.ndim == 0 or shape == () else
              np.broadcast_to(a, shape) for a in arrays]
     views, flips = _positive_strides(views)
-    out_strides = TensorDesc(output_type, work_shape).element_strides
+    out_strides = _output_strides(views, work_shape)
     iteration = coalesce(work_shape, [tuple(s // v.itemsize for s in v.strides) for v in views] + [out_strides])
     sizes, strides = iteration.sizes, iteration.strides
     if iteration.rank > 8:
@@ -189,7 +201,9 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
     with device._lock:  # one device's wgpu calls are never made from two threads at once
         data = _upload_run_read(spec, device, compiled, views, spans, out_size)
     count = math.prod(work_shape)
-    result = np.frombuffer(data, output_type.numpy_dtype, count).reshape(work_shape)
+    itemsize = output_type.size
+    result = np.lib.stride_tricks.as_strided(np.frombuffer(data, output_type.numpy_dtype, count), work_shape,
+                                             tuple(s * itemsize for s in out_strides))
     if flips:
         result = np.flip(result, flips)
     return result.reshape(shape)

@@ -127,3 +127,12 @@ def test_old_feature_levels_run_four_dimensional(device):
         gpuops.sign(np.arange(3, dtype=np.int32), device=device, feature_level="2.0")
     with pytest.raises(gpuops.ValidationError, match="does not exist"):
         gpuops.modulus_floor(x, x, device=device, feature_level="2.0")
+
+
+def test_output_follows_the_inputs_memory_order(device):
+    """Like NumPy's order='K': a transposed input gives a transposed (F-ordered) result, one contiguous pass."""
+    x = np.arange(-6, 6, dtype=np.float32).reshape(3, 4)
+    got = gpuops.sign(x.T, device=device)
+    assert got.flags.f_contiguous and got.flags.writeable
+    assert_same_bits(got, np.sign(x.T))
+    assert np.sign(x.T).flags.f_contiguous

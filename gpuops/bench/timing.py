@@ -83,8 +83,12 @@ class GpuTimer:
         return raw.reshape(passes, 2).astype(np.float64)
 
     def run(self, record: Callable[[wgpu.GPUCommandEncoder, dict | None], None], iterations: int,
-            warmup: int, passes_per_submit: int = 1) -> Timing:
-        """Run `record(encoder, timestamp_writes)` warmup + iterations times; one submit and wait each."""
+            warmup: int, repeats: int = 1) -> Timing:
+        """Run `record(encoder, timestamp_writes)` warmup + iterations times; one submit and wait each.
+
+        With `repeats` > 1 each iteration records the work that many times back to back and reports the time
+        of one: the span between the first pass's start and the last pass's end, divided by `repeats`. Use it
+        where timestamps are coarse (Dawn quantizes them to about 0.1 ms)."""
         queue = self.wgpu_device.queue
         for _ in range(warmup):
             encoder = self.wgpu_device.create_command_encoder()
@@ -98,13 +102,21 @@ class GpuTimer:
             for i in range(batch):
                 start = time.perf_counter_ns()
                 encoder = self.wgpu_device.create_command_encoder()
-                record(encoder, self.writes(i))
+                writes = self.writes(i)
+                for r in range(repeats):
+                    if writes is None or repeats == 1:
+                        record(encoder, writes)
+                    else:  # the first pass stamps its start, the last its end
+                        keep = ("beginning_of_pass_write_index",) if r == 0 else \
+                            ("end_of_pass_write_index",) if r == repeats - 1 else ()
+                        record(encoder, {"query_set": writes["query_set"], **{k: writes[k] for k in keep}}
+                               if keep else None)
                 queue.submit([encoder.finish()])
                 self._wait()
-                host.append(time.perf_counter_ns() - start)
+                host.append((time.perf_counter_ns() - start) / repeats)
             if self.supported:
                 ticks = self._read_ticks(batch)
-                gpu += list((ticks[:, 1] - ticks[:, 0]) * self.tick_ns)
+                gpu += list((ticks[:, 1] - ticks[:, 0]) * self.tick_ns / repeats)
             done += batch
         return Timing(gpu, host)
 
