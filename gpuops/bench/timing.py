@@ -136,7 +136,7 @@ class CopyKernel:
     def __init__(self, device: Device, size_bytes: int):
         wgpu_device = device.wgpu_device
         size_bytes = -(-size_bytes // 16) * 16
-        usage = device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_DST
+        usage = device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_DST | device.wgpu.BufferUsage.COPY_SRC
         self.src = wgpu_device.create_buffer(size=size_bytes, usage=usage)
         self.dst = wgpu_device.create_buffer(size=size_bytes, usage=usage)
         self.bytes_moved = 2 * size_bytes

@@ -29,14 +29,18 @@ def _function(torch, operator: str, mode: int | None):
 
 
 def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dtype: np.dtype,
-               iterations: int, warmup: int) -> dict:
-    """Median/min/max CUDA-event time of one call, or {'error': ...} when torch cannot run it."""
+               iterations: int, warmup: int, transpose: bool = False) -> dict:
+    """Median/min/max CUDA-event time of one call, or {'error': ...} when torch cannot run it.
+
+    `transpose`: run on the transposed views of the (2-D) inputs, as torch would be called on `x.t()`."""
     torch = torch_cuda()
     if torch is None:
         return {"error": "PyTorch with CUDA is not available"}
     try:
         tensors = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in inputs]
-        out = torch.empty(tensors[0].shape, dtype=getattr(torch, np.dtype(out_dtype).name), device="cuda")
+        if transpose:
+            tensors = [t.t() for t in tensors]
+        out = torch.empty_like(tensors[0], dtype=getattr(torch, np.dtype(out_dtype).name))
         function = _function(torch, operator, mode)
         for _ in range(warmup):
             result = function(*tensors, out)

@@ -1,0 +1,289 @@
+"""The performance targets of issue 5, measured in one run beside PyTorch (CUDA) on the same GPU.
+
+    python bench/targets.py --json bench/results/targets-<machine>-<backend>.json [--elements 67108864]
+
+Every kernel's output is compared with NumPy bit for bit before it is timed. GPU times come from timestamp
+queries; bandwidth counts the bytes of tensor elements actually read (distinct elements) and written.
+`python bench/targets.py --render RESULTS.json [...]` prints the markdown table of docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import gpuops
+from gpuops import Binding, DataType, TensorDesc
+from gpuops.bench.reference import expected as numpy_reference
+from gpuops.bench.timing import CopyKernel, GpuTimer
+from gpuops.bench.torch_compare import time_torch, torch_cuda
+from gpuops.operators import spec_by_name
+
+OPS = [("ELEMENT_WISE_SIGN", None), ("ELEMENT_WISE_IS_NAN", None), ("ELEMENT_WISE_IS_INFINITY", 0),
+       ("ELEMENT_WISE_IS_INFINITY", 1), ("ELEMENT_WISE_IS_INFINITY", 2), ("ELEMENT_WISE_MODULUS_FLOOR", None),
+       ("ELEMENT_WISE_MODULUS_TRUNCATE", None)]
+LAYOUT_TYPES = [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT32, DataType.INT64]
+
+
+def type_pairs(operator: str) -> list[tuple[DataType, DataType]]:
+    from gpuops.support import SUPPORT
+    row = SUPPORT[operator][-1]
+    spec = spec_by_name(operator)
+    outs = row.types[spec.output]
+    pairs = []
+    for t in sorted(row.types[spec.inputs[0]]):
+        pairs += [(t, t)] if t in outs else [(t, o) for o in sorted(outs)]
+    return pairs
+
+
+def values(data_type: DataType, count: int, rng, divisor: bool = False) -> np.ndarray:
+    """Realistic data: normal floats (with some inf/NaN), uniform integers over the full range (no 0 divisors)."""
+    dtype = data_type.numpy_dtype
+    if dtype.kind == "f":
+        x = (rng.standard_normal(count) * 10).astype(dtype)
+        x[rng.integers(0, count, count // 1000)] = np.inf
+        x[rng.integers(0, count, count // 1000)] = np.nan
+        return x
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, count, endpoint=True, dtype=dtype)
+    if divisor:
+        x[x == 0] = 3
+    return x
+
+
+class Runner:
+    def __init__(self, device: gpuops.Device, iterations: int, repeats: int):
+        self.device, self.iterations, self.repeats = device, iterations, repeats
+        self.timer = GpuTimer(device)
+        self.usage = device.wgpu.BufferUsage
+
+    def buffer(self, array: np.ndarray | None = None, size: int = 0):
+        usage = self.usage.STORAGE | self.usage.COPY_SRC | self.usage.COPY_DST
+        if array is None:
+            return self.device.wgpu_device.create_buffer(size=-(-size // 16) * 16, usage=usage)
+        data = np.zeros(-(-array.nbytes // 16) * 16, np.uint8)
+        data[: array.nbytes] = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        return self.device.wgpu_device.create_buffer_with_data(data=data, usage=usage)
+
+    def run(self, operator: str, mode, in_type: DataType, out_type: DataType, sizes: tuple[int, ...],
+            strides: dict[str, tuple[int, ...]] | None = None, seed: int = 0) -> dict:
+        """Check against NumPy, then time. `strides` per field (elements); memory holds what they reach."""
+        spec = spec_by_name(operator)
+        strides = strides or {}
+        rng = np.random.default_rng(seed)
+        tensors, hosts, buffers = {}, {}, {}
+        moved = 0
+        for name in spec.tensor_fields:
+            data_type = out_type if name == spec.output else in_type
+            tensor = TensorDesc(data_type, sizes, strides.get(name))
+            tensors[name] = tensor
+            span = tensor.implied_size_in_bytes // data_type.size
+            if name != spec.output:
+                hosts[name] = values(data_type, span, rng, divisor=(name == "b_tensor"))
+                buffers[name] = self.buffer(hosts[name])
+                moved += _distinct(tensor) * data_type.size
+            else:
+                buffers[name] = self.buffer(size=tensor.total_tensor_size_in_bytes)
+                moved += tensor.element_count * data_type.size
+        extra = {"infinity_mode": mode} if mode is not None else {}
+        desc = spec.desc_type(**tensors, **extra)
+        compiled = self.device.compile(desc)
+        bindings = {name: Binding(buffer) for name, buffer in buffers.items()}
+        compiled.execute(bindings)
+        out = tensors[spec.output]
+        raw = np.frombuffer(self.device.wgpu_device.queue.read_buffer(buffers[spec.output]), np.uint8)
+        got = _view(raw, out)
+        logical = [_view(hosts[name].view(np.uint8), tensors[name]) for name in spec.inputs]
+        expected = numpy_reference(operator, mode, out_type, *logical)
+        exact = _same_bits(got, expected)
+        row = {"operator": operator, "mode": mode, "dtype": in_type.name, "out_dtype": out_type.name,
+               "sizes": list(sizes), "strides": {k: list(v) for k, v in strides.items()}, "bytes": moved,
+               "exact": exact}
+        if not exact:
+            row["error"] = "result differs from NumPy: not timed"
+        else:
+            timing = self.timer.run(lambda enc, w: compiled.record(enc, bindings, w), self.iterations, 2,
+                                    repeats=self.repeats)
+            row.update(timing.summary())
+            row["gbps"] = moved / timing.gpu_median_ns if timing.gpu_ns else None
+            row["logical_inputs"] = None
+        for buffer in buffers.values():
+            buffer.destroy()
+        row["_inputs"] = logical  # for the torch comparison on the same data (dropped before saving)
+        return row
+
+    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType,
+              transpose: bool = False) -> dict:
+        return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.iterations, 2, transpose)
+
+
+def _distinct(tensor: TensorDesc) -> int:
+    return int(np.prod([n for n, s in zip(tensor.sizes, tensor.element_strides) if s != 0]))
+
+
+def _view(raw: np.ndarray, tensor: TensorDesc) -> np.ndarray:
+    size = tensor.data_type.size
+    flat = np.frombuffer(raw.tobytes()[: tensor.implied_size_in_bytes], tensor.data_type.numpy_dtype,
+                         tensor.implied_size_in_bytes // size)
+    return np.lib.stride_tricks.as_strided(flat, tensor.sizes, tuple(s * size for s in tensor.element_strides))
+
+
+def _same_bits(got: np.ndarray, expected: np.ndarray) -> bool:
+    unsigned = np.dtype(f"u{got.dtype.itemsize}")
+    same = np.ascontiguousarray(got).view(unsigned) == np.ascontiguousarray(expected).view(unsigned)
+    if got.dtype.kind == "f":
+        same |= np.isnan(got) & np.isnan(expected)
+    return bool(same.all())
+
+
+def label(row: dict) -> str:
+    op = row["operator"].removeprefix("ELEMENT_WISE_").lower()
+    if row.get("mode") is not None:
+        op += ("-either", "-positive", "-negative")[row["mode"]]
+    return f"{op} {row['dtype'].lower()}" + (f"->{row['out_dtype'].lower()}" if row["out_dtype"] != row["dtype"] else "")
+
+
+def measure(args) -> dict:
+    device = gpuops.Device()
+    runner = Runner(device, args.iterations, args.repeats)
+    n = args.elements
+    side = int(n ** 0.5)
+    result = {"schema": "gpuops-targets/1", "machine": {"hostname": platform.node(), "platform": platform.platform()},
+              "adapter": dict(device.adapter.info), "backend": device.backend,
+              "versions": {"gpuops": gpuops.__version__, "wgpu": device.wgpu.__version__, "numpy": np.__version__},
+              "elements": n, "iterations": args.iterations, "repeats": args.repeats}
+    torch = torch_cuda()
+    if torch is not None:
+        result["versions"]["torch"] = torch.__version__
+        result["torch_device"] = torch.cuda.get_device_name()
+    copy = CopyKernel(device, n * 4)
+    t = runner.timer.run(copy.record, args.iterations, 2, repeats=args.repeats)
+    copy.release()
+    result["wgsl_copy_gbps"] = copy.bytes_moved / t.gpu_median_ns
+    result["torch_copy"] = runner.torch("COPY", None, [np.zeros(n, np.float32)], DataType.FLOAT32)
+    print(f"WGSL copy {result['wgsl_copy_gbps']:.0f} GB/s, torch copy {result['torch_copy'].get('gbps', 0):.0f} GB/s",
+          flush=True)
+
+    def record(section: str, row: dict, compare: bool = True):
+        inputs = row.pop("_inputs")
+        if compare and row["exact"]:
+            transposed = section.startswith("transposed")
+            # torch on the same data: contiguous, or the same transposed view (x.T's memory is x.T.T)
+            row["torch"] = runner.torch(row["operator"], row["mode"],
+                                        [np.ascontiguousarray(x.T if transposed else x) for x in inputs],
+                                        DataType[row["out_dtype"]], transpose=transposed)
+        result.setdefault(section, []).append(row)
+        torch_gbps = row.get("torch", {}).get("gbps")
+        print(f"{section:12s} {label(row):40s} exact={row['exact']} {row.get('gbps') or 0:7.0f} GB/s"
+              f"  torch {torch_gbps or float('nan'):7.0f}", flush=True)
+
+    for operator, mode in OPS:
+        for in_type, out_type in type_pairs(operator):
+            record("contiguous", runner.run(operator, mode, in_type, out_type, (n,)))
+    square = (side, side)
+    for operator, mode in OPS[:2] + OPS[5:]:
+        spec = spec_by_name(operator)
+        for in_type, out_type in type_pairs(operator):
+            if in_type not in LAYOUT_TYPES or (operator == "ELEMENT_WISE_IS_NAN" and out_type != DataType.UINT8):
+                continue
+            broadcast = spec.inputs[-1]
+            record("packed-2d", runner.run(operator, mode, in_type, out_type, square), compare=False)
+            record("broadcast", runner.run(operator, mode, in_type, out_type, square, {broadcast: (0, 1)}),
+                   compare=False)
+            transposed = {name: (1, side) for name in spec.inputs}
+            record("transposed", runner.run(operator, mode, in_type, out_type, square, transposed))
+            record("transposed-k", runner.run(operator, mode, in_type, out_type, square,
+                                               {**transposed, spec.output: (1, side)}), compare=False)
+            if out_type.size < 4:
+                record("strided-out", runner.run(operator, mode, in_type, out_type, (n // 2,),
+                                                 {spec.output: (2,)}), compare=False)
+    result["host"] = host_side(device, runner)
+    return result
+
+
+def host_side(device: gpuops.Device, runner: Runner) -> dict:
+    """Host time per operation in a batch, one small operation with read-back, large batches' wall-clock."""
+    f32 = TensorDesc(DataType.FLOAT32, (1024,))
+    sign = device.compile(gpuops.SignDesc(f32, f32))
+    pairs = [(runner.buffer(size=4096), runner.buffer(size=4096)) for _ in range(1000)]
+    bindings = [{"input_tensor": Binding(a), "output_tensor": Binding(b)} for a, b in pairs]
+    per_op = []
+    for _ in range(5):
+        start = time.perf_counter_ns()
+        with device.batch() as batch:
+            for b in bindings:
+                batch.record(sign, b)
+        per_op.append((time.perf_counter_ns() - start) / 1000 / 1000)
+        device.wgpu_device.queue.read_buffer(pairs[-1][1], 0, 4)
+    # One small operation with read-back, against a bare wgpu submit + read-back of the same size.
+    copy = CopyKernel(device, 4096)
+    queue = device.wgpu_device.queue
+
+    def timed(step, count=200):
+        for _ in range(20):
+            step()
+        samples = []
+        for _ in range(count):
+            start = time.perf_counter_ns()
+            step()
+            samples.append(time.perf_counter_ns() - start)
+        return statistics.median(samples) / 1000
+
+    def bare():
+        encoder = device.wgpu_device.create_command_encoder()
+        copy.record(encoder, None)
+        queue.submit([encoder.finish()])
+        queue.read_buffer(copy.dst, 0, 4096)
+
+    def ours():
+        sign.execute(bindings[0])
+        queue.read_buffer(pairs[0][1], 0, 4096)
+
+    x = np.ones(1024, np.float32)
+    bare_us, ours_us = timed(bare), timed(ours)
+    numpy_api_us = timed(lambda: gpuops.sign(x, device=device), 100)
+    # Large operations batched: wall-clock against the sum of GPU timestamp times.
+    n = runner.device.limits["max-storage-buffer-binding-size"] // 8
+    big = TensorDesc(DataType.FLOAT32, (n,))
+    big_sign = device.compile(gpuops.SignDesc(big, big))
+    a, b = runner.buffer(size=n * 4), runner.buffer(size=n * 4)
+    big_bindings = {"input_tensor": Binding(a), "output_tensor": Binding(b)}
+    gpu = runner.timer.run(lambda enc, w: big_sign.record(enc, big_bindings, w), 10, 2)
+    count = 50
+    start = time.perf_counter_ns()
+    with device.batch() as batch:
+        for _ in range(count):
+            batch.record(big_sign, big_bindings)
+    queue.read_buffer(b, 0, 4)
+    wall = (time.perf_counter_ns() - start) / count
+    return {"batch_host_us_per_op": statistics.median(per_op), "small_op_readback_us": ours_us,
+            "bare_submit_readback_us": bare_us, "numpy_api_small_op_us": numpy_api_us,
+            "large_batch_wall_ns_per_op": wall, "large_gpu_median_ns": gpu.gpu_median_ns,
+            "large_elements": n, "large_wall_fraction_of_gpu": gpu.gpu_median_ns / wall if gpu.gpu_ns else None}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--elements", type=int, default=1 << 26)
+    parser.add_argument("--iterations", type=int, default=10)
+    parser.add_argument("--repeats", type=int, default=1, help="passes per timed span (Dawn: 40)")
+    args = parser.parse_args(argv)
+    result = measure(args)
+    text = json.dumps(result, indent=1, default=lambda o: None)
+    if args.json:
+        Path(args.json).write_text(text)
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
