@@ -8,16 +8,16 @@ differs from NumPy is reported the same way with status 1 and is never timed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
-import wgpu
-
+from ..backends import BACKEND_ENV, BACKENDS, installed_backends, load_backend
 from ..device import Device
 from ..enums import FeatureLevel
 from ..errors import GpuOpsError
 from . import report
-from .model import ModelError, ModelRunner, RunOptions, load_model
+from .model import DispatchCommand, ModelError, ModelRunner, RunOptions, load_model
 from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_elements, layout_sizes, operator_names,
                     plot_sweep, run_cases, sweep_limit)
 from .ticks import calibrate
@@ -75,6 +75,16 @@ def _count(minimum: int):
     return parse
 
 
+def _milliseconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of milliseconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value}; must be more than 0")
+    return value
+
+
 def _elements(text: str) -> int:
     """An element count: 65536, 2^16 or 1<<16."""
     cleaned = text.replace(" ", "")
@@ -128,6 +138,9 @@ def _timing_options(iterations: int, warmup: int, json_default: str | None = Non
                          help="also time the same operation in 'numpy' (CPU) or 'torch' (PyTorch on CUDA, when "
                               "importable); repeat or separate with commas")
     options.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    options.add_argument("--cuda-context", action="store_true",
+                         help="hold a CUDA context (through PyTorch, when importable) during the run: NVIDIA drivers "
+                              "may otherwise run Vulkan compute in a lower performance state")
     return options
 
 
@@ -147,6 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="adapter by name substring (see 'adapters'); default: the best one found")
     device_options.add_argument("--feature-level", type=_feature_level, default=FeatureLevel.LEVEL_6_4,
                                 metavar="LEVEL", help="DirectML feature level, e.g. 6.4 (default), 3.0, 2.1")
+    device_options.add_argument("--backend", choices=tuple(BACKENDS),
+                                help=f"WebGPU implementation (default: ${BACKEND_ENV}, else wgpu-native)")
     default = commands.add_parser("default", parents=[device_options, _timing_options(20, 3)],
                                   help="a short benchmark of every operator: a readable table (the default command)",
                                   description="Every operator on a few data types at one size (2^22 elements on "
@@ -160,6 +175,8 @@ def build_parser() -> argparse.ArgumentParser:
     adapters = commands.add_parser("adapters", help="list every WebGPU adapter with its limits and features",
                                    description="Every adapter wgpu finds: backend, type, driver, the limits gpuops "
                                                "uses and the features.")
+    adapters.add_argument("--backend", choices=tuple(BACKENDS),
+                          help="only this WebGPU implementation (default: every one installed)")
     adapters.set_defaults(handler=run_adapters)
 
     op = commands.add_parser("op", parents=[device_options, _timing_options(20, 3)], help="check and time one operator",
@@ -209,7 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="iterations of bind/dispatch/wait per dispatch command (default 1)")
     model.add_argument("-r", "--dispatch_repeat", dest="repeat", type=_count(1), default=1, metavar="N",
                        help="dispatches per iteration; times are per dispatch (default 1)")
-    model.add_argument("-t", "--milliseconds_to_run", dest="milliseconds", type=float, metavar="MS",
+    model.add_argument("-t", "--milliseconds_to_run", dest="milliseconds", type=_milliseconds, metavar="MS",
                        help="run each dispatch command for this long instead of -i iterations")
     model.add_argument("-w", "--warmup_samples", dest="warmup", type=_count(0), default=1, metavar="N",
                        help="leading samples counted as cold, left out of the medians (default 1)")
@@ -217,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="0: one line per dispatch; 1: initialization, cold and hot statistics; "
                             "2: also every iteration")
     model.add_argument("-a", "--adapter", metavar="NAME", help="adapter by name substring")
+    model.add_argument("--backend", choices=tuple(BACKENDS),
+                       help=f"WebGPU implementation (default: ${BACKEND_ENV}, else wgpu-native)")
     model.add_argument("-s", "--show_adapters", action="store_true", help="list the adapters and exit")
     model.add_argument("--dml_feature_level", "--feature-level", dest="feature_level", type=_feature_level,
                        default=FeatureLevel.LEVEL_6_4, metavar="LEVEL", help="DirectML feature level (default 6.4)")
@@ -236,13 +255,21 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     except KeyboardInterrupt:
         return _error("interrupted", 130)
-    except (GpuOpsError, wgpu.GPUError) as exc:
+    except GpuOpsError as exc:
         return _error(str(exc))
+    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
+        sys.stdout = open(os.devnull, "w")
+        return EXIT_OK
     except MemoryError:
         return _error("out of host memory; try fewer elements")
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         return _error(f"cannot access{where}: {exc.strerror or exc}")
+    except Exception as exc:  # a WebGPU implementation's own error (wgpu's or Dawn's GPUError): one line too
+        if any(cls.__name__ == "GPUError" for cls in type(exc).__mro__):
+            first_line = (str(exc).strip().splitlines() or [""])[0]
+            return _error(f"WebGPU: {type(exc).__name__}: {first_line}")
+        raise
 
 
 def _error(message: str, status: int = EXIT_USAGE) -> int:
@@ -254,23 +281,33 @@ def _error(message: str, status: int = EXIT_USAGE) -> int:
 # ------------------------------------------------------------------------------------------------- commands
 
 def run_adapters(args) -> int:
-    adapters = wgpu.gpu.enumerate_adapters_sync()
-    if not adapters:
+    names = [args.backend] if getattr(args, "backend", None) else installed_backends()
+    listed = 0
+    for name in names:
+        api = load_backend(name)
+        adapters = api.gpu.enumerate_adapters_sync()
+        preferred = api.gpu.request_adapter_sync(power_preference="high-performance")
+        preferred_info = dict(preferred.info) if preferred is not None else None
+        print(f"{name} ({api.__name__} {getattr(api, '__version__', '?')}): {len(adapters)} adapter(s)")
+        for index, adapter in enumerate(adapters):
+            _print_adapter(index, adapter, preferred_info)
+        listed += len(adapters)
+    if not listed:
         return _error("no WebGPU adapter found (install a Vulkan driver, e.g. mesa-vulkan-drivers)")
-    preferred = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    preferred_info = dict(preferred.info) if preferred is not None else None
-    for index, adapter in enumerate(adapters):
-        info = report.adapter_info(adapter)
-        marker = "  (default)" if preferred_info is not None and dict(adapter.info) == preferred_info else ""
-        print(f"[{index}] {info['name']}{marker}")
-        print(f"    backend: {info['backend']}   type: {info['type']}   vendor: {info['vendor'] or '-'} "
-              f"(0x{info['vendor_id']:04x})   device id: 0x{info['device_id']:04x}")
-        print(f"    driver: {info['driver'] or '-'}")
-        print("    limits: " + ", ".join(f"{name} {value}" for name, value in info["limits"].items()))
-        print("    features: " + _wrapped(info["features"], indent=14))
-        timestamps = "yes" if "timestamp-query" in info["features"] else "no (host times only)"
-        print(f"    GPU timestamps: {timestamps}")
     return EXIT_OK
+
+
+def _print_adapter(index: int, adapter, preferred_info: dict | None) -> None:
+    info = report.adapter_info(adapter)
+    marker = "  (default)" if preferred_info is not None and dict(adapter.info) == preferred_info else ""
+    print(f"[{index}] {info['name']}{marker}")
+    print(f"    backend: {info['backend']}   type: {info['type']}   vendor: {info['vendor'] or '-'} "
+          f"(0x{info['vendor_id']:04x})   device id: 0x{info['device_id']:04x}")
+    print(f"    driver: {info['driver'] or '-'}")
+    print("    limits: " + ", ".join(f"{name} {value}" for name, value in info["limits"].items()))
+    print("    features: " + _wrapped(info["features"], indent=14))
+    timestamps = "yes" if "timestamp-query" in info["features"] else "no (host times only)"
+    print(f"    GPU timestamps: {timestamps}")
 
 
 def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
@@ -286,7 +323,7 @@ def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
 
 
 def _device(args) -> Device:
-    return Device(args.feature_level, adapter=args.adapter)
+    return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None))
 
 
 def _header(device: Device, session: Session, what: str) -> None:
@@ -294,6 +331,8 @@ def _header(device: Device, session: Session, what: str) -> None:
     print(f"adapter: {device.adapter_name}; driver: {device.adapter.info.get('description') or '-'}; "
           f"feature level {device.feature_level.label}")
     print(f"timestamps: {session.conversion.note}")
+    if session.cuda_held:
+        print("CUDA context: held during the run")
 
 
 def _progress(args):
@@ -302,10 +341,11 @@ def _progress(args):
 
 def _finish(args, command: str, session: Session, results: list[dict], notes: list[str], **settings) -> int:
     """Table, notes, JSON; status 1 when any case differed from NumPy."""
+    session.close()
     print()
     print(report.results_table(results, session.compare))
     print()
-    for note in report.table_notes(results, session.compare) + notes:
+    for note in report.table_notes(results, session.compare) + session.notes() + notes:
         print(f"note: {note}")
     if args.json:
         doc = report.document(command, session.device, session.conversion, session.settings(**settings), results,
@@ -322,10 +362,11 @@ def _finish(args, command: str, session: Session, results: list[dict], notes: li
 def run_op(args) -> int:
     case = make_case(args.operator, args.dtype, args.sizes, args.layout, args.mode, args.out_dtype, args.strides)
     device = _device(args)
-    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare))
+    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare), args.cuda_context)
     _header(device, session, f"op: {case.label} {case.dtype.name.lower()} -> {case.out_dtype.name.lower()}, "
                              f"sizes {list(case.sizes)}, layout {case.layout_label}, {args.iterations} iterations "
                              f"after {args.warmup} warm-up")
+    session.reserve([case])
     row = session.run(case)
     if row["exact"]:
         print(f"check: exact against NumPy ({row['elements']} elements), then timed")
@@ -337,7 +378,7 @@ def run_default(args) -> int:
     elements = args.elements or default_elements(device)
     cases = cases_for(operator_names(_flat(args.ops)), _flat(args.dtypes), lambda n: (n,), [elements],
                       device.feature_level, default_dtypes=DEFAULT_DTYPES)
-    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare))
+    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare), args.cuda_context)
     _header(device, session, f"default benchmark: {len(cases)} cases of {elements} elements, {args.iterations} "
                              f"iterations after {args.warmup} warm-up")
     results, notes = run_cases(session, cases, _progress(args))
@@ -356,7 +397,7 @@ def run_sweep(args) -> int:
         count *= 2
     cases = cases_for(operator_names(_flat(args.ops)), _flat(args.dtypes), layout_sizes(args.layout), counts,
                       device.feature_level, layout=args.layout, mode=args.mode)
-    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare))
+    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare), args.cuda_context)
     _header(device, session, f"sweep: {len(cases)} cases, {counts[0]} to {counts[-1]} elements, layout "
                              f"{args.layout}, {args.iterations} iterations after {args.warmup} warm-up")
     results, notes = run_cases(session, cases, _progress(args))
@@ -375,10 +416,10 @@ def run_model(args) -> int:
         raise UsageError("model: give a model file (MODEL.json), or -s to list the adapters")
     try:
         model = load_model(args.file, args.feature_level)
-        device = Device(args.feature_level, adapter=args.adapter)
+        device = _device(args)
         print(f"Running on '{device.adapter.info.get('device', device.adapter_name)}'")
         timer = GpuTimer(device)
-        if any(type(c).__name__ == "DispatchCommand" for c in model.commands):
+        if any(isinstance(c, DispatchCommand) for c in model.commands):
             conversion = calibrate(device, timer)
             if conversion.tick_ns is None:
                 timer.supported = False

@@ -33,8 +33,8 @@ from ..tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT, TensorDesc
 from ..validation import validate, validate_bindings
 from .ticks import split_writes
 from .timing import GpuTimer
+from .workload import buffer_usage
 
-BUFFER_USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 OTHER_DISPATCHABLES = {"hlsl": "HLSL compute shaders", "onnx": "ONNX models",
                        "dmlserializedgraph": "serialized DirectML graphs"}
 EXECUTION_FLAGS = ("NONE", "ALLOW_HALF_PRECISION_COMPUTATION", "DISABLE_META_COMMANDS", "DESCRIPTORS_VOLATILE")
@@ -719,7 +719,7 @@ class ModelRunner:
             data = np.zeros(max(16, -(-resource.size // 16) * 16), np.uint8)
             raw = resource.values.view(np.uint8)
             data[resource.offset: resource.offset + raw.size] = raw
-            self.buffers[name] = wgpu_device.create_buffer_with_data(data=data, usage=BUFFER_USAGE)
+            self.buffers[name] = wgpu_device.create_buffer_with_data(data=data, usage=buffer_usage(self.device))
 
     def _initialize(self) -> None:
         """Compile every dispatchable and bind its OWNED_BY_DML inputs: DirectML reads them at initialization,
@@ -741,7 +741,7 @@ class ModelRunner:
     def _snapshot(self, resource: str) -> wgpu.GPUBuffer:
         source = self.buffers[resource]
         wgpu_device = self.device.wgpu_device
-        copy = wgpu_device.create_buffer(size=source.size, usage=BUFFER_USAGE)
+        copy = wgpu_device.create_buffer(size=source.size, usage=buffer_usage(self.device))
         encoder = wgpu_device.create_command_encoder()
         encoder.copy_buffer_to_buffer(source, 0, copy, 0, source.size)
         wgpu_device.queue.submit([encoder.finish()])

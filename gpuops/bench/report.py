@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import wgpu
 
+from ..backends import BACKENDS
+
 SCHEMA = "gpuops-bench/1"
 # The adapter limits gpuops requests or depends on (device.py, the dispatch grid and binding alignment).
 USED_LIMITS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-compute-workgroups-per-dimension",
@@ -47,7 +49,9 @@ def physical_memory() -> int | None:
 
 def adapter_info(adapter) -> dict:
     info = adapter.info
-    return {"name": info.get("device", ""), "vendor": info.get("vendor", ""), "backend": info.get("backend_type", ""),
+    package = type(adapter).__module__.split(".")[0]
+    implementation = next((name for name, module in BACKENDS.items() if module == package), package)
+    return {"name": info.get("device", ""), "implementation": implementation, "vendor": info.get("vendor", ""), "backend": info.get("backend_type", ""),
             "type": info.get("adapter_type", ""), "driver": info.get("description", ""),
             "architecture": info.get("architecture", ""), "vendor_id": int(info.get("vendor_id", 0)),
             "device_id": int(info.get("device_id", 0)),
@@ -65,7 +69,8 @@ def versions() -> dict:
     from .. import __version__ as gpuops_version
 
     return {"gpuops": gpuops_version, "wgpu": wgpu.__version__, "wgpu_native": native_version,
-            "numpy": np.__version__, "python": platform.python_version(), "torch": _installed("torch")}
+            "wgpudawn": _installed("wgpudawn"), "numpy": np.__version__, "python": platform.python_version(),
+            "torch": _installed("torch")}
 
 
 def _installed(package: str) -> str | None:

@@ -18,7 +18,9 @@ from ..operators import OPERATORS, spec_by_name
 from .report import physical_memory
 from .ticks import TickConversion, calibrate
 from .timing import GpuTimer
-from .workload import Case, CopyRoof, Workload, make_case, measure, supported_types, tensor_strides
+from .torch_compare import torch_cuda
+from .workload import (Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure, slot_sizes,
+                       supported_types, tensor_strides)
 
 DEFAULT_DTYPES = ("float32", "float16", "int32")
 SOFTWARE_DEFAULT_ELEMENTS = 1 << 22  # well under a minute for the whole default table on lavapipe
@@ -26,6 +28,7 @@ GPU_DEFAULT_ELEMENTS = 1 << 26
 SOFTWARE_SWEEP_MAX = 1 << 16
 GPU_SWEEP_MAX = 1 << 28
 SWEEP_MIN = 1 << 10
+NVIDIA_VENDOR_ID = 0x10DE
 
 
 def is_software(device: Device) -> bool:
@@ -44,25 +47,64 @@ class Session:
     warmup: int
     compare: tuple[str, ...]
     feature_level: FeatureLevel
+    arena: Arena
+    cuda_context: object | None = None  # a CUDA tensor kept alive for the run (see open)
+    cuda_requested: bool = False
+    cuda_held: bool = False  # stays true after close(): the run was timed with a CUDA context
 
     @classmethod
-    def open(cls, device: Device, iterations: int, warmup: int, compare: tuple[str, ...]) -> Session:
+    def open(cls, device: Device, iterations: int, warmup: int, compare: tuple[str, ...],
+             hold_cuda_context: bool = False) -> Session:
+        """Calibrate the timer and prepare the arena and the copy roof.
+
+        With `hold_cuda_context` (and always with --compare torch, so that every case is timed in the same state)
+        a CUDA context is opened through PyTorch first and held for the run: on an NVIDIA H200 the driver ran
+        Vulkan compute in a lower performance state while no CUDA context existed on the GPU (is_nan float32 at
+        2^26 elements: 912 GB/s without, 3777 GB/s with)."""
+        context = None
+        requested = hold_cuda_context or "torch" in compare
+        if requested:
+            torch = torch_cuda()
+            if torch is not None:
+                context = torch.zeros(1, device="cuda")
+                torch.cuda.synchronize()
         timer = GpuTimer(device)
         conversion = calibrate(device, timer)
         if conversion.tick_ns is None:
             timer.supported = False  # GPU times would be meaningless: report host times only
-        return cls(device, timer, conversion, CopyRoof(device, timer, iterations, warmup), iterations, warmup,
-                   compare, device.feature_level)
+        arena = Arena(device)
+        return cls(device, timer, conversion, CopyRoof(device, timer, iterations, warmup, arena), iterations, warmup,
+                   compare, device.feature_level, arena, context, requested, context is not None)
+
+    def reserve(self, cases: list[Case]) -> None:
+        """Allocate the arena for the largest of the cases once, before the first is timed."""
+        if cases:
+            self.arena.reserve([max(sizes) for sizes in zip(*(slot_sizes(case) for case in cases))])
 
     def run(self, case: Case) -> dict:
-        workload = Workload(self.device, case, feature_level=self.feature_level)
+        workload = Workload(self.device, case, feature_level=self.feature_level, arena=self.arena)
         try:
             return measure(workload, self.timer, self.roof, self.iterations, self.warmup, self.compare)
         finally:
             workload.release()
 
+    def close(self) -> None:
+        self.arena.release()
+        self.cuda_context = None
+
     def settings(self, **extra) -> dict:
-        return {"iterations": self.iterations, "warmup": self.warmup, "compare": list(self.compare), **extra}
+        return {"iterations": self.iterations, "warmup": self.warmup, "compare": list(self.compare),
+                "cuda_context": self.cuda_held, **extra}
+
+    def notes(self) -> list[str]:
+        """What a reader of an NVIDIA run must know about the driver's performance state."""
+        if self.cuda_requested and not self.cuda_held:
+            return ["no CUDA context was held: PyTorch with CUDA is not available"]
+        if not self.cuda_held and self.device.adapter.info.get("vendor_id") == NVIDIA_VENDOR_ID:
+            return ["NVIDIA adapter without a CUDA context in use: the driver may run Vulkan compute in a lower "
+                    "performance state (an H200 ran some kernels up to 4x slower); --cuda-context holds one "
+                    "(needs PyTorch with CUDA), as does any CUDA program running on the GPU"]
+        return []
 
 
 def operator_names(names: Iterable[str] | None) -> list[str]:
@@ -138,9 +180,10 @@ def fits(device: Device, case: Case) -> str | None:
         data_type = case.out_dtype if name == case.spec.output else case.dtype
         span = sum((s - 1) * st for s, st in zip(case.sizes, strides[name])) + 1
         largest = max(largest, span * data_type.size)
+    largest = max(largest, copy_size(bytes_moved(case)))  # the copy roof's buffers
     limit = device.max_buffer_size  # gpuops splits work over the binding limit, but a buffer must fit
     if largest > limit:
-        return f"a tensor of {largest} bytes exceeds the adapter's buffer size limit {limit}"
+        return f"a buffer of {largest} bytes exceeds the adapter's buffer size limit {limit}"
     memory = physical_memory()
     elements = math.prod(case.sizes)
     # inputs, output, read-back and NumPy's expected result live on the host at once
@@ -154,19 +197,26 @@ def run_cases(session: Session, cases: list[Case],
               report_progress: Callable[[str, int, int], None] | None = None) -> tuple[list[dict], list[str]]:
     """Results (one row per case that fits) and notes on the cases skipped."""
     results, skipped = [], []
-    for index, case in enumerate(cases, 1):
-        label = f"{case.label} {case.dtype.name.lower()} {'x'.join(map(str, case.sizes))}"
-        if report_progress:
-            report_progress(label, index, len(cases))
+    runnable = []
+    for case in cases:
         reason = fits(session.device, case)
-        if reason is not None:
-            skipped.append(f"{label}: skipped, {reason}")
-            continue
+        if reason is None:
+            runnable.append(case)
+        else:
+            skipped.append(f"{_label(case)}: skipped, {reason}")
+    session.reserve(runnable)
+    for index, case in enumerate(runnable, 1):
+        if report_progress:
+            report_progress(_label(case), index, len(runnable))
         try:
             results.append(session.run(case))
         except DeviceError as exc:
-            skipped.append(f"{label}: skipped, {exc}")
+            skipped.append(f"{_label(case)}: skipped, {exc}")
     return results, skipped
+
+
+def _label(case: Case) -> str:
+    return f"{case.label} {case.dtype.name.lower()} {'x'.join(map(str, case.sizes))}"
 
 
 def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, adapter_name: str) -> str:

@@ -22,7 +22,7 @@ from ..operators import OperatorSpec, spec_by_name
 from ..support import support_row
 from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
 from . import reference
-from .timing import CopyKernel, GpuTimer
+from .timing import COPY_CHUNKS_PER_INVOCATION, COPY_WGSL, GpuTimer
 from .torch_compare import time_torch
 
 LAYOUTS = ("packed", "transposed", "broadcast-a", "broadcast-b", "strided")
@@ -33,8 +33,13 @@ LAYOUT_HELP = {
     "broadcast-b": "the second input repeats along the outer dimension (stride 0; binary operators)",
     "strided": "every input and the output step 2 elements along the innermost dimension",
 }
-USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 OUTPUT_FILL = 0xAB  # the output buffer starts with this byte everywhere, so an unwritten element cannot pass
+
+
+def buffer_usage(device: Device) -> int:
+    """Storage that can be written and read back, in the flags of the device's WebGPU implementation."""
+    usage = device.wgpu.BufferUsage
+    return usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
 
 
 @dataclass(frozen=True)
@@ -194,34 +199,90 @@ def _padded(data: bytes | np.ndarray, fill: int = 0) -> np.ndarray:
     return padded
 
 
-class Workload:
-    """A case on a device: buffers holding random data, the compiled operator and its bindings."""
+class Arena:
+    """Buffers every case of a run reuses: slot 0 and 1 hold the inputs, slot 2 the output (and the copy kernel's
+    source and destination are slots 0 and 2).
 
-    def __init__(self, device: Device, case: Case, seed: int = 0, feature_level=None):
+    Why: every case, and the copy roof it is compared with, then runs on the same memory, and a sweep allocates
+    its largest buffers once instead of hundreds of times. A slot that is too small is replaced (reserve() up
+    front avoids that)."""
+
+    SLOTS = 3
+
+    def __init__(self, device: Device):
+        self.device = device
+        self.buffers: list[wgpu.GPUBuffer | None] = [None] * self.SLOTS
+
+    def reserve(self, sizes: list[int]) -> None:
+        for slot, size in enumerate(sizes):
+            self.slot(slot, size)
+
+    def slot(self, index: int, size: int) -> wgpu.GPUBuffer:
+        size = max(16, -(-size // 16) * 16)
+        buffer = self.buffers[index]
+        if buffer is None or buffer.size < size:
+            if buffer is not None:
+                buffer.destroy()
+            buffer = self.buffers[index] = self.device.wgpu_device.create_buffer(
+                label=f"gpuops-bench arena {index}", size=size, usage=buffer_usage(self.device))
+        return buffer
+
+    def release(self) -> None:
+        for buffer in self.buffers:
+            if buffer is not None:
+                buffer.destroy()
+        self.buffers = [None] * self.SLOTS
+
+
+def slot_sizes(case: Case) -> list[int]:
+    """Bytes each arena slot needs for the case, its copy-roof measurement included."""
+    spec, strides = case.spec, tensor_strides(case)
+    inputs = [implied_size_in_bytes(case.dtype, case.sizes, strides[name]) for name in spec.inputs]
+    output = implied_size_in_bytes(case.out_dtype, case.sizes, strides[spec.output])
+    copy = copy_size(bytes_moved(case))
+    return [max(inputs[0], copy), inputs[1] if len(inputs) > 1 else 16, max(output, copy)]
+
+
+def copy_size(moved: int) -> int:
+    """The copy kernel copies half the bytes an operator moves, so that it moves as many bytes in all."""
+    return max(16, -(-(moved // 2) // 16) * 16)
+
+
+class Workload:
+    """A case on a device: buffers holding random data, the compiled operator and its bindings.
+
+    With an Arena the buffers are the arena's (filled anew); without one the workload makes and owns its own."""
+
+    def __init__(self, device: Device, case: Case, seed: int = 0, feature_level=None, arena: Arena | None = None):
         self.device, self.case = device, case
         spec = case.spec
         self.desc = make_desc(case)
         self.compiled = device.compile(self.desc, feature_level=feature_level)
         rng = np.random.default_rng(seed)
-        wgpu_device = device.wgpu_device
         strides = tensor_strides(case)
+        self.owned: list[wgpu.GPUBuffer] = []
         self.inputs: list[np.ndarray] = []  # logical (strided) views of the uploaded data
-        self.buffers: list[wgpu.GPUBuffer] = []
         bindings = {}
-        for name in spec.inputs:
+        for slot, name in enumerate(spec.inputs):
             count = implied_size_in_bytes(case.dtype, case.sizes, strides[name]) // case.dtype.size
             memory = random_values(case.dtype, count, rng)
-            buffer = wgpu_device.create_buffer_with_data(data=_padded(memory), usage=USAGE)
-            self.buffers.append(buffer)
+            bindings[name] = self._upload(arena, slot, _padded(memory))
             self.inputs.append(element_view(memory, case.sizes, strides[name]))
-            bindings[name] = Binding(buffer)
-        out_bytes = implied_size_in_bytes(case.out_dtype, case.sizes, strides[spec.output])
-        self.output = wgpu_device.create_buffer_with_data(data=_padded(bytes(out_bytes), OUTPUT_FILL), usage=USAGE)
-        self.output_size = out_bytes
-        self.buffers.append(self.output)
-        bindings[spec.output] = Binding(self.output)
+        self.output_size = implied_size_in_bytes(case.out_dtype, case.sizes, strides[spec.output])
+        bindings[spec.output] = self._upload(arena, 2, _padded(bytes(self.output_size), OUTPUT_FILL))
+        self.output = bindings[spec.output].buffer
         self.bindings = bindings
         self.out_strides = strides[spec.output]
+
+    def _upload(self, arena: Arena | None, slot: int, data: np.ndarray) -> Binding:
+        wgpu_device = self.device.wgpu_device
+        if arena is None:
+            buffer = wgpu_device.create_buffer_with_data(data=data, usage=buffer_usage(self.device))
+            self.owned.append(buffer)
+        else:
+            buffer = arena.slot(slot, data.size)
+            wgpu_device.queue.write_buffer(buffer, 0, data)
+        return Binding(buffer, 0, data.size)
 
     def record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
         self.compiled.record(encoder, self.bindings, timestamp_writes)
@@ -241,33 +302,75 @@ class Workload:
         return reference.compare(self.result(), self.expected(), tuple(self.inputs))
 
     def release(self) -> None:
-        for buffer in self.buffers:
+        """Destroy the buffers the workload made itself (an arena's stay for the next case)."""
+        for buffer in self.owned:
             buffer.destroy()
-        self.buffers = []
+        self.owned = []
+
+
+class ArenaCopy:
+    """timing.py's plain WGSL copy kernel (COPY_WGSL) from arena slot 0 to slot 2: the bandwidth roof, measured on
+    the same memory the operators use. Copies larger than the adapter's storage binding limit are split into
+    several dispatches of one compute pass."""
+
+    def __init__(self, device: Device):
+        self.device = device
+        wgpu_device = device.wgpu_device
+        module = wgpu_device.create_shader_module(label="gpuops-bench copy", code=COPY_WGSL)
+        self.pipeline = wgpu_device.create_compute_pipeline(layout="auto", compute={"module": module,
+                                                                                    "entry_point": "main"})
+
+    def recorder(self, source: wgpu.GPUBuffer, target: wgpu.GPUBuffer, size: int):
+        """A record(encoder, timestamp_writes) function copying `size` bytes (a multiple of 16)."""
+        limit = self.device.limits["max-storage-buffer-binding-size"]
+        alignment = self.device.storage_offset_alignment
+        piece = max(16 * alignment, limit - limit % (16 * alignment))  # whole chunks, aligned offsets
+        per_dimension = self.device.limits["max-compute-workgroups-per-dimension"]
+        dispatches = []
+        for offset in range(0, size, piece):
+            length = min(piece, size - offset)
+            bind_group = self.device.wgpu_device.create_bind_group(
+                layout=self.pipeline.get_bind_group_layout(0),
+                entries=[{"binding": 0, "resource": {"buffer": source, "offset": offset, "size": length}},
+                         {"binding": 1, "resource": {"buffer": target, "offset": offset, "size": length}}])
+            groups = -(-(length // 16) // (256 * COPY_CHUNKS_PER_INVOCATION))
+            dispatches.append((bind_group, (min(groups, per_dimension), -(-groups // per_dimension), 1)))
+
+        def record(encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
+            compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
+                                                         if timestamp_writes else {}))
+            compute_pass.set_pipeline(self.pipeline)
+            for bind_group, grid in dispatches:
+                compute_pass.set_bind_group(0, bind_group)
+                compute_pass.dispatch_workgroups(*grid)
+            compute_pass.end()
+
+        return record
 
 
 @dataclass
 class CopyRoof:
-    """The copy kernel's bandwidth per byte count, measured once per size in a run."""
+    """The copy kernel's bandwidth per byte count, measured once per size in a run, on the run's arena."""
 
     device: Device
     timer: GpuTimer
     iterations: int
     warmup: int
+    arena: Arena
     measured: dict[int, dict] = field(default_factory=dict)
+    _copy: ArenaCopy | None = None
 
     def for_bytes(self, moved: int) -> dict:
         """Copy `moved / 2` bytes (so it moves as many bytes as the operator) and report its speed."""
-        size = max(16, -(-(moved // 2) // 16) * 16)
+        size = copy_size(moved)
         if size not in self.measured:
-            copy = CopyKernel(self.device, size)
-            try:
-                timing = self.timer.run(copy.record, self.iterations, self.warmup)
-            finally:
-                copy.release()
-            self.measured[size] = _speeds(copy.bytes_moved, timing.gpu_median_ns, timing.host_median_ns,
-                                          {"bytes_moved": copy.bytes_moved, "gpu_median_ns": timing.gpu_median_ns,
-                                           "host_median_ns": timing.host_median_ns})
+            if self._copy is None:
+                self._copy = ArenaCopy(self.device)
+            record = self._copy.recorder(self.arena.slot(0, size), self.arena.slot(2, size), size)
+            timing = self.timer.run(record, self.iterations, self.warmup)
+            self.measured[size] = _speeds(2 * size, timing.gpu_median_ns, timing.host_median_ns,
+                                          {"bytes_moved": 2 * size, "gpu_median_ns": _float(timing.gpu_median_ns),
+                                           "host_median_ns": float(timing.host_median_ns)})
         return self.measured[size]
 
     def entries(self) -> list[dict]:
@@ -277,7 +380,7 @@ class CopyRoof:
 def _speeds(moved: int, gpu_ns: float | None, host_ns: float, row: dict) -> dict:
     """Add gbps (bytes per ns = GB/s) from the GPU time, or from host time when there is no GPU time."""
     basis = "gpu" if gpu_ns else "host"
-    row["gbps"] = moved / (gpu_ns if gpu_ns else host_ns)
+    row["gbps"] = float(moved / (gpu_ns if gpu_ns else host_ns))
     row["gbps_basis"] = basis
     return row
 
@@ -289,7 +392,8 @@ def measure(workload: Workload, timer: GpuTimer, roof: CopyRoof, iterations: int
     moved = bytes_moved(case)
     row = {"operator": case.operator, "mode": case.mode.name if case.mode is not None else None,
            "dtype": case.dtype.name, "output_dtype": case.out_dtype.name, "sizes": list(case.sizes),
-           "layout": case.layout_label, "strides": {k: list(v) for k, v in tensor_strides(case).items()},
+           "layout": case.layout_label,
+           "strides": {_dml_name(k): list(v) for k, v in tensor_strides(case).items()},
            "elements": math.prod(case.sizes), "bytes_moved": moved}
     mismatch = workload.check()
     if mismatch is not None:
@@ -310,6 +414,11 @@ def measure(workload: Workload, timer: GpuTimer, roof: CopyRoof, iterations: int
         elif what == "torch":
             row["compare"]["torch"] = torch_row(workload, iterations, warmup, moved)
     return row
+
+
+def _dml_name(field: str) -> str:
+    """'a_tensor' -> 'ATensor': desc fields by their DirectML names in results, as in model files."""
+    return "".join(part.capitalize() for part in field.split("_"))
 
 
 def _empty_timing() -> dict:
@@ -342,7 +451,8 @@ def torch_row(workload: Workload, iterations: int, warmup: int, moved: int) -> d
     """PyTorch on CUDA on the same data, rated with the same byte count as gpuops (its own count is kept too)."""
     case = workload.case
     mode = int(case.mode) if case.mode is not None else None
-    result = time_torch(case.operator, mode, [np.ascontiguousarray(x) for x in workload.inputs],
+    # Writable contiguous copies: the inputs are read-only strided views, which torch.from_numpy warns about.
+    result = time_torch(case.operator, mode, [np.array(x, order="C") for x in workload.inputs],
                         case.out_dtype.numpy_dtype, iterations, warmup)
     if "error" in result:
         return {"error": result["error"]}

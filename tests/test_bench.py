@@ -1,0 +1,673 @@
+"""gpuops-bench: every command runs on the CI's software adapter with small sizes, the JSON it writes follows
+docs/bench-json.md, a wrong kernel is reported and never timed, every example DxDispatch model prints what NumPy
+computes, and malformed models are refused with the JSON path of the bad key."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import wgpu
+
+import gpuops
+from gpuops.bench import cli, reference as bench_reference
+from gpuops.bench.cli import main
+from gpuops.bench.model import format_value
+from gpuops.bench.workload import Workload, bytes_moved, make_case
+
+from .reference import assert_same_bits, reference
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ROOT / "bench" / "models"
+EXAMPLE = MODELS / "sign_in_place.json"  # the example of the shared reference dxdispatch.md, verbatim
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    """A refusal is exactly one line on stderr, with the tool's prefix and no traceback."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("gpuops-bench: error: "), err
+    assert "Traceback" not in err
+    return lines[0].removeprefix("gpuops-bench: error: ")
+
+
+# ------------------------------------------------------------------------------------ the JSON schema, checked
+
+NUMBER = (int, float)
+OPTIONAL_NUMBER = (int, float, type(None))
+OPTIONAL_INT = (int, type(None))
+OPTIONAL_STR = (str, type(None))
+LIMITS = {"max-buffer-size", "max-storage-buffer-binding-size", "max-compute-workgroups-per-dimension",
+          "min-storage-buffer-offset-alignment", "max-storage-buffers-per-shader-stage",
+          "max-compute-invocations-per-workgroup"}
+DATA_TYPES = {t.name for t in gpuops.DataType}
+
+
+def expect_keys(obj: dict, types: dict, where: str) -> None:
+    assert isinstance(obj, dict), where
+    assert set(obj) == set(types), f"{where}: keys {sorted(obj)} != {sorted(types)}"
+    for key, kind in types.items():
+        value = obj[key]
+        assert isinstance(value, kind) and not (isinstance(value, bool) and bool not in _tuple(kind)), \
+            f"{where}.{key}: {value!r} is not {kind}"
+
+
+def _tuple(kind) -> tuple:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def validate_document(doc: dict) -> None:
+    """Every key and type docs/bench-json.md promises, nothing else."""
+    expect_keys(doc, {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict,
+                      "versions": dict, "feature_level": str, "settings": dict, "timestamp_conversion": dict,
+                      "copy_roof": list, "results": list}, "top")
+    assert doc["schema"] == "gpuops-bench/1"
+    assert doc["command"] in ("default", "op", "sweep")
+    assert re.fullmatch(r"\d+_\d+", doc["feature_level"])
+    expect_keys(doc["machine"], {"hostname": str, "platform": str, "machine": str, "cpu": str,
+                                 "cpu_count": OPTIONAL_INT, "memory_bytes": OPTIONAL_INT}, "machine")
+    expect_keys(doc["adapter"], {"name": str, "implementation": str, "vendor": str, "backend": str, "type": str, "driver": str,
+                                 "architecture": str, "vendor_id": int, "device_id": int, "limits": dict,
+                                 "features": list}, "adapter")
+    assert set(doc["adapter"]["limits"]) <= LIMITS and all(isinstance(v, int) for v in
+                                                           doc["adapter"]["limits"].values())
+    assert all(isinstance(f, str) for f in doc["adapter"]["features"])
+    expect_keys(doc["versions"], {"gpuops": str, "wgpu": str, "wgpu_native": OPTIONAL_STR, "wgpudawn": OPTIONAL_STR,
+                                  "numpy": str, "python": str, "torch": OPTIONAL_STR}, "versions")
+    assert doc["adapter"]["implementation"] in ("wgpu-native", "dawn")
+    settings = doc["settings"]
+    assert isinstance(settings["iterations"], int) and isinstance(settings["warmup"], int)
+    assert set(settings["compare"]) <= {"numpy", "torch"} and isinstance(settings["cuda_context"], bool)
+    conversion = doc["timestamp_conversion"]
+    expect_keys(conversion, {"method": str, "tick_ns": OPTIONAL_NUMBER, "measured_ns_per_tick": OPTIONAL_NUMBER,
+                             "short_pass": (dict, type(None)), "long_pass": (dict, type(None)), "note": str},
+                "timestamp_conversion")
+    assert conversion["method"] in ("nanoseconds", "calibrated", "unavailable")
+    assert (conversion["tick_ns"] is None) == (conversion["method"] == "unavailable")
+    if conversion["method"] == "nanoseconds":
+        assert conversion["tick_ns"] == 1.0 and abs(conversion["measured_ns_per_tick"] - 1) <= 0.05
+    for entry in doc["copy_roof"]:
+        expect_keys(entry, {"bytes_moved": int, "gpu_median_ns": OPTIONAL_NUMBER, "host_median_ns": NUMBER,
+                            "gbps": NUMBER, "gbps_basis": str}, "copy_roof[]")
+    for row in doc["results"]:
+        validate_result(row, doc)
+
+
+def validate_result(row: dict, doc: dict) -> None:
+    expect_keys(row, {"operator": str, "mode": OPTIONAL_STR, "dtype": str, "output_dtype": str, "sizes": list,
+                      "layout": str, "strides": dict, "elements": int, "bytes_moved": int, "exact": bool,
+                      "error": OPTIONAL_STR, "iterations": OPTIONAL_INT, "warmup": OPTIONAL_INT,
+                      "gpu_median_ns": OPTIONAL_NUMBER, "gpu_min_ns": OPTIONAL_NUMBER,
+                      "gpu_max_ns": OPTIONAL_NUMBER, "host_median_ns": OPTIONAL_NUMBER, "gbps": OPTIONAL_NUMBER,
+                      "gbps_basis": OPTIONAL_STR, "copy_gbps": OPTIONAL_NUMBER, "percent_of_copy": OPTIONAL_NUMBER,
+                      "compare": dict}, "results[]")
+    assert row["operator"].startswith("ELEMENT_WISE_")
+    assert row["dtype"] in DATA_TYPES and row["output_dtype"] in DATA_TYPES
+    assert row["mode"] in (None, "EITHER", "POSITIVE", "NEGATIVE")
+    assert np.prod(row["sizes"]) == row["elements"]
+    assert set(row["strides"]) <= {"InputTensor", "ATensor", "BTensor", "OutputTensor"}
+    if not row["exact"]:
+        assert row["error"] and row["gbps"] is None and row["gpu_median_ns"] is None
+        return
+    assert row["error"] is None
+    assert row["gbps_basis"] in ("gpu", "host")
+    timed = row["gpu_median_ns"] if row["gbps_basis"] == "gpu" else row["host_median_ns"]
+    assert row["gbps"] == pytest.approx(row["bytes_moved"] / timed)
+    if doc["timestamp_conversion"]["method"] != "unavailable":
+        assert row["gpu_min_ns"] <= row["gpu_median_ns"] <= row["gpu_max_ns"]
+    assert row["percent_of_copy"] == pytest.approx(100 * row["gbps"] / row["copy_gbps"])
+    assert set(row["compare"]) <= {"numpy", "torch"}
+    if "numpy" in row["compare"]:
+        expect_keys(row["compare"]["numpy"], {"median_ns": NUMBER, "min_ns": NUMBER, "max_ns": NUMBER,
+                                              "gbps": NUMBER, "device": str}, "compare.numpy")
+    if "torch" in row["compare"]:
+        torch = row["compare"]["torch"]
+        if "error" in torch:
+            expect_keys(torch, {"error": str}, "compare.torch")
+        else:
+            expect_keys(torch, {"median_ns": NUMBER, "min_ns": NUMBER, "max_ns": NUMBER, "gbps": NUMBER,
+                                "torch_counted_bytes": int, "device": str}, "compare.torch")
+
+
+# --------------------------------------------------------------------------------------------- adapters, help
+
+def test_help_names_every_command(capsys):
+    status, out, _ = run(capsys, "--help")
+    assert status == 0
+    for command in ("default", "adapters", "op", "sweep", "model"):
+        assert command in out
+
+
+def test_adapters_show_backend_type_limits_and_features(capsys):
+    status, out, _ = run(capsys, "adapters")
+    assert status == 0
+    assert "backend: Vulkan" in out and "type: " in out
+    assert "max-storage-buffer-binding-size" in out and "min-storage-buffer-offset-alignment" in out
+    assert "timestamp-query" in out and "features: " in out
+    assert "(default)" in out
+
+
+# ---------------------------------------------------------------------------------------------------------- op
+
+LAYOUT_BYTES = {  # modulus_floor float32, sizes 16 x 24 (384 elements): distinct elements read + written
+    "packed": (384 + 384 + 384) * 4,
+    "transposed": (384 + 384 + 384) * 4,
+    "broadcast-a": (24 + 384 + 384) * 4,
+    "broadcast-b": (384 + 24 + 384) * 4,
+    "strided": (384 + 384 + 384) * 4,
+}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUT_BYTES))
+def test_op_checks_then_times_every_layout(capsys, tmp_path, layout):
+    path = tmp_path / "op.json"
+    status, out, err = run(capsys, "op", "modulus_floor", "--sizes", "16,24", "--layout", layout, "-i", "2",
+                           "-w", "1", "--json", path)
+    assert status == 0, err
+    assert "exact against NumPy" in out and "% copy" in out and "host/dispatch" in out
+    doc = json.loads(path.read_text())
+    validate_document(doc)
+    (row,) = doc["results"]
+    assert (row["operator"], row["layout"], row["exact"], row["iterations"]) == \
+        ("ELEMENT_WISE_MODULUS_FLOOR", layout, True, 2)
+    assert row["bytes_moved"] == LAYOUT_BYTES[layout]
+    strides = row["strides"]
+    expected = {"packed": ([24, 1], [24, 1], [24, 1]), "transposed": ([1, 16], [1, 16], [24, 1]),
+                "broadcast-a": ([0, 1], [24, 1], [24, 1]), "broadcast-b": ([24, 1], [0, 1], [24, 1]),
+                "strided": ([48, 2], [48, 2], [48, 2])}[layout]
+    assert (strides["ATensor"], strides["BTensor"], strides["OutputTensor"]) == expected
+    assert len(doc["copy_roof"]) == 1 and doc["copy_roof"][0]["bytes_moved"] == -(-row["bytes_moved"] // 32) * 16 * 2
+
+
+def test_op_mode_strides_and_output_type(capsys, tmp_path):
+    path = tmp_path / "op.json"
+    status, out, err = run(capsys, "op", "DML_OPERATOR_ELEMENT_WISE_IS_INFINITY", "--dtype", "float16", "--mode",
+                           "positive", "--sizes", "8,40", "--strides", "1,8", "-i", "2", "-w", "0", "--json", path)
+    assert status == 0, err
+    (row,) = json.loads(path.read_text())["results"]
+    assert (row["mode"], row["dtype"], row["output_dtype"], row["layout"]) == \
+        ("POSITIVE", "FLOAT16", "UINT8", "strides=1,8")
+    status, _, err = run(capsys, "op", "is_nan", "--out-dtype", "uint32", "--sizes", "100", "-i", "1", "-w", "0",
+                         "--feature-level", "3.0")
+    assert status == 0, err
+
+
+def test_op_compares_with_numpy_and_notes_missing_torch(capsys, tmp_path):
+    path = tmp_path / "op.json"
+    status, out, err = run(capsys, "op", "sign", "--dtype", "int16", "--sizes", "1000", "-i", "2", "-w", "1",
+                           "--compare", "numpy", "--compare", "torch", "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    validate_document(doc)
+    compare = doc["results"][0]["compare"]
+    assert compare["numpy"]["gbps"] > 0
+    try:
+        import torch  # noqa: F401
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if not has_cuda:
+        assert compare["torch"] == {"error": "PyTorch with CUDA is not available"}
+        assert "PyTorch with CUDA is not available" in out
+
+
+def test_wrong_kernel_is_reported_and_never_timed(capsys, tmp_path, monkeypatch):
+    """The seam: the NumPy oracle the check uses. A result that differs is an error (status 1) and the operator is
+    never recorded for timing."""
+    honest = bench_reference.expected
+
+    def off_by_one(operator, mode, out_type, *inputs):
+        result = honest(operator, mode, out_type, *inputs).copy()
+        result.reshape(-1)[5] += 1
+        return result
+
+    def timed(*args, **kwargs):
+        raise AssertionError("a wrong kernel was timed")
+
+    monkeypatch.setattr(bench_reference, "expected", off_by_one)
+    monkeypatch.setattr(Workload, "record", timed)
+    path = tmp_path / "op.json"
+    status, out, err = run(capsys, "op", "sign", "--dtype", "int32", "--sizes", "4,8", "-i", "2", "-w", "1",
+                           "--json", path)
+    assert status == 1
+    message = one_error_line(err)
+    assert message.startswith("wrong result, not timed: ELEMENT_WISE_SIGN INT32->INT32")
+    assert "1 of 32 elements differ from NumPy; first at index [0, 5]" in message
+    assert "WRONG RESULT (not timed)" in out
+    doc = json.loads(path.read_text())
+    validate_document(doc)
+    assert doc["results"][0]["exact"] is False and doc["results"][0]["gpu_median_ns"] is None
+
+
+def test_op_without_timestamps_reports_host_times(capsys, tmp_path, monkeypatch):
+    """An adapter without timestamp-query: host times only, said in the table and in the JSON."""
+    adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+    plain = gpuops.Device(wgpu_device=adapter.request_device_sync(required_features=[]))
+    monkeypatch.setattr(cli, "_device", lambda args: plain)
+    path = tmp_path / "op.json"
+    status, out, err = run(capsys, "op", "sign", "--sizes", "256", "-i", "2", "-w", "0", "--json", path)
+    assert status == 0, err
+    assert "no timestamp-query" in out and "*" in out
+    doc = json.loads(path.read_text())
+    validate_document(doc)
+    row = doc["results"][0]
+    assert doc["timestamp_conversion"]["method"] == "unavailable"
+    assert row["gpu_median_ns"] is None and row["gbps_basis"] == "host" and row["host_median_ns"] > 0
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["op", "gemm"], "operator 'gemm' is not implemented by gpuops"),
+    (["op", "sign", "--dtype", "float99"], "unknown data type 'float99'"),
+    (["op", "is_nan", "--dtype", "int32", "--sizes", "8", "-i", "1"], "INT32 is not supported"),
+    (["op", "sign", "--layout", "diagonal"], "argument --layout: invalid choice: 'diagonal'"),
+    (["op", "sign", "--layout", "transposed", "--sizes", "64"], "layout 'transposed' needs 2 or more dimensions"),
+    (["op", "sign", "--layout", "broadcast-b"], "layout 'broadcast-b' needs a second input"),
+    (["op", "sign", "--mode", "positive"], "--mode applies to is_infinity only"),
+    (["op", "sign", "--sizes", "0,4"], "every size must be at least 1"),
+    (["op", "sign", "--compare", "cupy"], "--compare 'cupy'"),
+    (["op", "sign", "-a", "no-such-adapter"], "no adapter matches 'no-such-adapter'"),
+    (["sweep", "--max-elements", "100"], "below the sweep's smallest size"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_usage_errors_are_one_line_and_status_2(capsys, argv, fragment):
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert fragment in one_error_line(err)
+
+
+# -------------------------------------------------------------------------------------------- sweep, default
+
+def test_sweep_writes_table_json_and_says_about_the_plot(capsys, tmp_path):
+    path = tmp_path / "sweep.json"
+    status, out, err = run(capsys, "sweep", "--ops", "sign", "is_infinity", "--dtypes", "float32,int8",
+                           "--max-elements", "4096", "-i", "2", "-w", "1", "--json", path)
+    assert status == 0, err
+    assert "[9/9]" in err  # progress
+    doc = json.loads(path.read_text())
+    validate_document(doc)
+    got = sorted((r["operator"], r["dtype"], r["elements"]) for r in doc["results"])
+    want = sorted([("ELEMENT_WISE_SIGN", t, n) for t in ("FLOAT32", "INT8") for n in (1024, 2048, 4096)]
+                  + [("ELEMENT_WISE_IS_INFINITY", "FLOAT32", n) for n in (1024, 2048, 4096)])
+    assert got == want  # is_infinity has no INT8: skipped, not an error
+    assert doc["settings"]["max_elements"] == 4096
+    try:
+        import matplotlib  # noqa: F401
+
+        assert (tmp_path / "sweep.png").stat().st_size > 0
+    except ImportError:
+        assert "plot skipped: matplotlib is not installed" in out
+
+
+def test_default_is_the_main_job(capsys, tmp_path):
+    path = tmp_path / "default.json"
+    status, out, err = run(capsys, "-i", "2", "-w", "1", "--elements", "2048", "--ops", "sign", "modulus_floor",
+                           "--dtypes", "float32", "float16", "-q", "--json", path)
+    assert status == 0, err
+    assert err == ""  # -q: no progress
+    assert "default benchmark: 4 cases of 2048 elements" in out
+    assert re.search(r"^sign\s+float16\s+2048\s+packed\s", out, re.M)
+    doc = json.loads(path.read_text())
+    validate_document(doc)
+    assert doc["command"] == "default" and len(doc["results"]) == 4
+
+
+def test_entry_point_runs_as_a_module():
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp")}
+    done = subprocess.run([sys.executable, "-m", "gpuops.bench", "model", str(EXAMPLE)], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Resource 'A': -1, 0, 0, 1, 1, 0" in done.stdout.splitlines()
+    done = subprocess.run([sys.executable, "-m", "gpuops.bench", "op", "sign", "--layout", "nope"],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("gpuops-bench: error: argument --layout") and "Traceback" not in done.stderr
+
+
+# -------------------------------------------------------------------------------------------- model: examples
+
+def printed_resources(out: str) -> dict[str, list[str]]:
+    found = {}
+    for line in out.splitlines():
+        match = re.fullmatch(r"Resource '([^']+)': (.*)", line)
+        if match:
+            found[match.group(1)] = match.group(2).split(", ")
+    return found
+
+
+def as_array(words: list[str], dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    values = [float(w) for w in words] if dtype.kind == "f" else [int(w) for w in words]
+    return np.array(values, dtype)
+
+
+def _sign(x):
+    return reference("ELEMENT_WISE_SIGN", None, gpuops.DataType.from_numpy(x.dtype), x)
+
+
+def _expect_sign_in_place():
+    a = np.array([-2, -0.0, 0, 3, np.inf, np.nan], np.float32)
+    return {"A": _sign(a)}
+
+
+def _expect_sign_int8_sequence():
+    x = np.array([-128 + 36 * i for i in range(8)], np.int8)
+    h = np.array([65504, -65504, 4, 3, -4, -6, np.nan, np.inf, -np.inf, -0.0, 1e-7, -6e-8], np.float16)
+    return {"X": x, "Y": _sign(x), "H": h, "HOut": _sign(h)}
+
+
+def _expect_is_nan_float16():
+    x = np.array([65504, -65504, 4, 3, -4, -6, np.nan, np.inf, -np.inf, np.nan, 0.1, -0.0], np.float16)
+    return {"X": x, "Out8": np.isnan(x).astype(np.uint8), "Out32": np.isnan(x).astype(np.uint32)}
+
+
+def _expect_is_infinity_modes():
+    big = np.finfo(np.float32).max
+    x = np.array([np.inf, -np.inf, np.nan, 0, -0.0, big, -big, np.inf, -np.inf, 1], np.float32)
+    return {"X": x, "Either": np.isinf(x).astype(np.uint8), "Positive": np.isposinf(x).astype(np.uint8),
+            "Negative": np.isneginf(x).astype(np.uint8)}
+
+
+def _expect_modulus_floor_broadcast():
+    a = (-7.5 + 1.25 * np.arange(12)).astype(np.float32)
+    b = np.array([2, -3, 0.75, np.inf], np.float32)
+    out = reference("ELEMENT_WISE_MODULUS_FLOOR", None, gpuops.DataType.FLOAT32, a.reshape(3, 4), b)
+    return {"A": a, "B": b, "Out": out.reshape(-1)}
+
+
+def _expect_modulus_truncate_offsets():
+    data = np.array([-7, 7, -7, 7, 3, 3, -3, -3, -2**31, 100, -100, 5, -1, 0, 9, -9], np.int32)
+    result = np.full(16, 1234, np.int32)
+    fmod = lambda a, b: reference("ELEMENT_WISE_MODULUS_TRUNCATE", None, gpuops.DataType.INT32, a, b)  # noqa: E731
+    result[8:12] = fmod(data[0:4], data[4:8])
+    data[8:12] = fmod(data[8:12], data[12:16])  # in place
+    return {"Data": data, "Result": result}
+
+
+def _expect_modulus_floor_npy():
+    a, b = np.load(MODELS / "modulus_floor_npy_a.npy"), np.load(MODELS / "modulus_floor_npy_b.npy")
+    return {"Out": reference("ELEMENT_WISE_MODULUS_FLOOR", None, gpuops.DataType.FLOAT32, a, b).reshape(-1)}
+
+
+EXPECTATIONS = {
+    "sign_in_place.json": _expect_sign_in_place,
+    "sign_int8_sequence.json": _expect_sign_int8_sequence,
+    "is_nan_float16.json": _expect_is_nan_float16,
+    "is_infinity_modes.json": _expect_is_infinity_modes,
+    "modulus_floor_broadcast.json": _expect_modulus_floor_broadcast,
+    "modulus_truncate_offsets.json": _expect_modulus_truncate_offsets,
+    "modulus_floor_npy.json": _expect_modulus_floor_npy,
+}
+WRITTEN = {"modulus_floor_broadcast.json": ("modulus_floor_broadcast_out.npy", "Out", (3, 4)),
+           "modulus_floor_npy.json": ("modulus_floor_npy_out.npy", "Out", (2, 4))}
+
+
+def test_every_example_model_has_an_expectation():
+    assert sorted(p.name for p in MODELS.glob("*.json")) == sorted(EXPECTATIONS)
+    covered = " ".join(p.read_text() for p in MODELS.glob("*.json"))
+    for operator in ("SIGN", "IS_NAN", "IS_INFINITY", "MODULUS_FLOOR", "MODULUS_TRUNCATE"):
+        assert f"ELEMENT_WISE_{operator}\"" in covered
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTATIONS))
+def test_example_model_prints_what_numpy_computes(capsys, tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)  # writeFile targets are relative to the current directory
+    status, out, err = run(capsys, "model", MODELS / name, "-i", "2")
+    assert status == 0, err
+    printed = printed_resources(out)
+    expected = EXPECTATIONS[name]()
+    assert set(printed) == set(expected)
+    for resource, want in expected.items():
+        assert_same_bits(as_array(printed[resource], want.dtype), want)
+    dispatches = [line for line in out.splitlines() if line.startswith("Dispatch '")]
+    assert dispatches and all(re.fullmatch(r"Dispatch '\w+': 2 iterations, [\d.]+ ms median \(CPU\), [\d.]+ ms "
+                                           r"median \(GPU\)", line) for line in dispatches)
+    if name in WRITTEN:
+        target, resource, shape = WRITTEN[name]
+        written = np.load(tmp_path / target)
+        assert written.shape == shape
+        assert_same_bits(written.reshape(-1), expected[resource])
+
+
+def test_dxdispatch_example_prints_exactly_its_line(capsys):
+    status, out, err = run(capsys, "model", EXAMPLE)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("Running on '")
+    assert re.fullmatch(r"Dispatch 'sign': 1 iterations, [\d.]+ ms median \(CPU\), [\d.]+ ms median \(GPU\)",
+                        lines[1])
+    assert lines[2] == "Resource 'A': -1, 0, 0, 1, 1, 0"
+
+
+def test_model_timing_flags_like_dxdispatch(capsys):
+    status, out, err = run(capsys, "model", EXAMPLE, "-i", "4", "-r", "3", "-w", "1", "-v", "2")
+    assert status == 0, err
+    assert "Initialize 'sign': " in out
+    assert "Dispatch 'sign': 4 iterations" in out.splitlines()
+    assert re.search(r"^CPU Timings \(Cold\) : 1 samples, ", out, re.M)
+    assert re.search(r"^GPU Timings \(Hot\)  : 3 samples, [\d.]+ ms average", out, re.M)
+    assert re.search(r"^iteration 3: [\d.]+ ms \(CPU\), [\d.]+ ms \(GPU\)$", out, re.M)
+    assert "Resource 'A': -1, 0, 0, 1, 1, 0" in out
+    status, out, err = run(capsys, "model", EXAMPLE, "-t", "5")
+    assert status == 0, err
+    assert re.search(r"^Dispatch 'sign': \d+ iterations, ", out, re.M)
+
+
+def test_model_show_adapters_and_feature_level(capsys):
+    status, out, _ = run(capsys, "model", "-s")
+    assert status == 0 and "backend: " in out
+    # 4-D tensors run at feature level 2_1; IS_INFINITY does not exist at 2_0.
+    status, out, err = run(capsys, "model", MODELS / "sign_int8_sequence.json", "--dml_feature_level", "2.1")
+    assert status == 0, err
+    status, _, err = run(capsys, "model", MODELS / "is_infinity_modes.json", "--dml_feature_level", "2_0")
+    assert status == 2
+    assert "dispatchables.either.type: the operator does not exist at feature level 2_0" in one_error_line(err)
+
+
+def test_raw_binary_source_and_target(capsys, tmp_path, monkeypatch):
+    values = np.array([-3, 0, 7, -1], np.int16)
+    (tmp_path / "x.bin").write_bytes(values.tobytes())
+    model = {"resources": {"X": {"initialValuesDataType": "INT16", "initialValues": {"sourcePath": "x.bin"}}},
+             "dispatchables": {"s": {"type": "DML_OPERATOR_ELEMENT_WISE_SIGN",
+                                     "desc": {"InputTensor": {"DataType": "INT16", "Sizes": [4]},
+                                              "OutputTensor": {"DataType": "INT16", "Sizes": [4]}}}},
+             "commands": [{"type": "dispatch", "dispatchable": "s", "bindings": {"InputTensor": "X",
+                                                                                  "OutputTensor": "X"}},
+                          {"type": "writeFile", "resource": "X", "targetPath": "out/y.bin"}]}
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(model))
+    monkeypatch.chdir(tmp_path)
+    status, _, err = run(capsys, "model", path)
+    assert status == 0, err
+    assert np.frombuffer((tmp_path / "out" / "y.bin").read_bytes(), np.int16).tolist() == [-1, 0, 1, -1]
+
+
+def test_print_format_matches_dxdispatch():
+    f32, f16, u8 = gpuops.DataType.FLOAT32, gpuops.DataType.FLOAT16, gpuops.DataType.UINT8
+    assert [format_value(np.float32(v), f32) for v in (-1.0, 0.0, -0.0, 1.0, np.nan, np.inf, -np.inf)] == \
+        ["-1", "0", "-0", "1", "nan", "inf", "-inf"]
+    assert format_value(np.float32(0.1), f32) == "0.1" and format_value(np.float16(0.1), f16) == "0.1"
+    assert float(format_value(np.float32(3.4028235e38), f32)) == np.float32(3.4028235e38)
+    assert format_value(np.uint8(255), u8) == "255"
+
+
+# ------------------------------------------------------------------------------------ model: malformed models
+
+def example() -> dict:
+    return json.loads(EXAMPLE.read_text())
+
+
+def is_infinity(mode) -> dict:
+    return {"type": "DML_OPERATOR_ELEMENT_WISE_IS_INFINITY",
+            "desc": {"InputTensor": {"DataType": "FLOAT32", "Sizes": [6]},
+                     "OutputTensor": {"DataType": "UINT8", "Sizes": [6]}, "InfinityMode": mode}}
+
+
+def edit(change):
+    def build():
+        model = example()
+        change(model)
+        return model
+    return build
+
+
+MALFORMED = [  # (id, model builder, JSON path, message fragment)
+    ("unknown data type", edit(lambda m: m["resources"]["A"].update(initialValuesDataType="FLOAT99")),
+     "resources.A.initialValuesDataType", "unknown data type 'FLOAT99'"),
+    ("missing initialValues", edit(lambda m: m["resources"]["A"].pop("initialValues")),
+     "resources.A.initialValues", "missing (required)"),
+    ("bad valueCount", edit(lambda m: m["resources"]["A"].update(initialValues={"valueCount": 0, "value": 1})),
+     "resources.A.initialValues.valueCount", "valueCount must be a positive integer"),
+    ("valueCount not a number", edit(lambda m: m["resources"]["A"].update(
+        initialValues={"valueCount": "6", "valueStart": 0, "valueDelta": 1})),
+     "resources.A.initialValues.valueCount", "valueCount must be a positive integer"),
+    ("string in an integer resource", edit(lambda m: m["resources"]["A"].update(initialValuesDataType="INT32")),
+     "resources.A.initialValues[4]", "strings ('nan', 'inf', '-inf') are for floating-point types"),
+    ("value out of range", edit(lambda m: m["resources"].update(
+        B={"initialValuesDataType": "UINT8", "initialValues": [1, 256]})),
+     "resources.B.initialValues[1]", "256 does not fit UINT8 (0 to 255)"),
+    ("sizeInBytes smaller than the values", edit(lambda m: m["resources"]["A"].update(sizeInBytes=20)),
+     "resources.A.sizeInBytes", "20 is smaller than the 24 bytes the initial values need"),
+    ("missing source file", edit(lambda m: m["resources"]["A"].update(initialValues={"sourcePath": "nope.npy"})),
+     "resources.A.initialValues.sourcePath", "'nope.npy' not found"),
+    ("unknown dispatchable", edit(lambda m: m["commands"][0].update(dispatchable="sgn")),
+     "commands[0].dispatchable", "unknown dispatchable 'sgn'; defined: sign"),
+    ("unknown binding name", edit(lambda m: m["commands"][0]["bindings"].update(InputTensors="A")),
+     "commands[0].bindings.InputTensors", "unknown binding; DML_OPERATOR_ELEMENT_WISE_SIGN binds InputTensor, "
+                                          "OutputTensor"),
+    ("missing binding", edit(lambda m: m["commands"][0]["bindings"].pop("OutputTensor")),
+     "commands[0].bindings", "OutputTensor is not bound"),
+    ("unknown resource", edit(lambda m: m["commands"][0]["bindings"].update(OutputTensor="B")),
+     "commands[0].bindings.OutputTensor", "unknown resource 'B'; defined: A"),
+    ("unknown resource in print", edit(lambda m: m["commands"][1].update(resource="Out")),
+     "commands[1].resource", "unknown resource 'Out'"),
+    ("unsupported operator", edit(lambda m: m["dispatchables"]["sign"].update(type="DML_OPERATOR_GEMM")),
+     "dispatchables.sign.type", "DML_OPERATOR_GEMM is not implemented by gpuops"),
+    ("unsupported operator, short name", edit(lambda m: m["dispatchables"]["sign"].update(type="ELEMENT_WISE_ADD")),
+     "dispatchables.sign.type", "DML_OPERATOR_ELEMENT_WISE_ADD is not implemented by gpuops"),
+    ("hlsl dispatchable", edit(lambda m: m["dispatchables"].update(
+        add={"type": "hlsl", "sourcePath": "add.hlsl", "compiler": "dxc"})),
+     "dispatchables.add.type", "'hlsl' dispatchables (HLSL compute shaders) are not supported"),
+    ("bad InfinityMode", edit(lambda m: m["dispatchables"].update(inf=is_infinity("DML_IS_INFINITY_MODE_BOTH"))),
+     "dispatchables.inf.desc.InfinityMode", "unknown infinity mode 'DML_IS_INFINITY_MODE_BOTH'"),
+    ("InfinityMode out of range", edit(lambda m: m["dispatchables"].update(inf=is_infinity(3))),
+     "dispatchables.inf.desc.InfinityMode", "unknown infinity mode 3"),
+    ("unknown desc field", edit(lambda m: m["dispatchables"]["sign"]["desc"].update(ATensor={})),
+     "dispatchables.sign.desc.ATensor", "unknown key; expected: InputTensor, OutputTensor"),
+    ("desc refused by DirectML's rules", edit(
+        lambda m: m["dispatchables"]["sign"]["desc"]["OutputTensor"].update(DataType="FLOAT16")),
+     "dispatchables.sign.desc.OutputTensor.DataType", "FLOAT16 differs from InputTensor.DataType FLOAT32"),
+    ("DimensionCount disagrees", edit(
+        lambda m: m["dispatchables"]["sign"]["desc"]["InputTensor"].update(DimensionCount=2)),
+     "dispatchables.sign.desc.InputTensor.DimensionCount", "2, but Sizes has 1 values"),
+    ("elementOffset off 16 bytes", edit(lambda m: m["commands"][0]["bindings"].update(
+        InputTensor={"name": "A", "elementOffset": 1})),
+     "commands[0].bindings.InputTensor.elementOffset", "byte offset 4; DirectML binds at multiples of 16 bytes"),
+    ("binding too small", edit(lambda m: m["commands"][0]["bindings"].update(
+        InputTensor={"name": "A", "elementOffset": 4})),
+     "commands[0].bindings.InputTensor", "offers 8 bytes from byte offset 16"),
+    ("unknown command type", edit(lambda m: m["commands"].append({"type": "copy", "resource": "A"})),
+     "commands[2].type", "unknown command type 'copy'; expected dispatch, print or writeFile"),
+    ("writeFile to an image", edit(lambda m: m["commands"].append(
+        {"type": "writeFile", "resource": "A", "targetPath": "a.png"})),
+     "commands[2].targetPath", "only .npy, .dat and .bin files are supported"),
+    ("non-object top level", lambda: [example()], "", "the top level must be an object"),
+    ("missing commands", edit(lambda m: m.pop("commands")), "commands", "missing (required)"),
+    ("commands not an array", edit(lambda m: m.update(commands={})), "commands", "expected an array, got an object"),
+    ("unknown top-level key", edit(lambda m: m.update(resource={})), "resource", "unknown key"),
+    # Checked against the real buffers, before any command runs:
+    ("in place where DirectML forbids it", edit(lambda m: (
+        m["dispatchables"].update(nan={"type": "DML_OPERATOR_ELEMENT_WISE_IS_NAN",
+                                       "desc": {"InputTensor": {"DataType": "FLOAT32", "Sizes": [4]},
+                                                "OutputTensor": {"DataType": "UINT32", "Sizes": [4]}}}),
+        m["commands"].insert(0, {"type": "dispatch", "dispatchable": "nan",
+                                 "bindings": {"InputTensor": "A", "OutputTensor": "A"}}))),
+     "commands[0].bindings.OutputTensor", "does not support in-place execution"),
+]
+
+
+@pytest.mark.parametrize("builder, path, fragment", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_model_is_refused_with_its_key_path(capsys, tmp_path, builder, path, fragment):
+    model = tmp_path / "model.json"
+    model.write_text(json.dumps(builder()))
+    status, out, err = run(capsys, "model", model)
+    assert status == 2
+    message = one_error_line(err)
+    prefix = f"{model}: {path}: " if path else f"{model}: "
+    assert message.startswith(prefix), message
+    assert fragment in message
+    assert "Resource '" not in out  # nothing ran
+
+
+def test_unreadable_models_are_refused_cleanly(capsys, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"resources": {}, "dispatchables": {},\n "commands": [}')
+    status, _, err = run(capsys, "model", broken)
+    assert status == 2 and "not valid JSON: line 2 column" in one_error_line(err)
+    status, _, err = run(capsys, "model", tmp_path / "missing.json")
+    assert status == 2 and "cannot read the model" in one_error_line(err)
+    status, _, err = run(capsys, "model")
+    assert status == 2 and "give a model file" in one_error_line(err)
+
+
+# ---------------------------------------------------------------------------------------------- small pieces
+
+def test_bench_reference_follows_the_contract():
+    x = np.array([-2.0, -0.0, 0.0, np.nan, np.inf], np.float32)
+    got = bench_reference.expected("ELEMENT_WISE_SIGN", None, gpuops.DataType.FLOAT32, x)
+    assert got.view(np.uint32).tolist() == np.array([-1, 0, 0, 0, 1], np.float32).view(np.uint32).tolist()
+    assert bench_reference.compare(got, got.copy()) is None
+    nan_payload = np.array([np.nan], np.float32)
+    other_nan = np.array([0x7fc00001], np.uint32).view(np.float32)
+    assert bench_reference.compare(nan_payload, other_nan) is None
+    mismatch = bench_reference.compare(np.array([0.0], np.float32), np.array([-0.0], np.float32))
+    assert mismatch is not None and mismatch.count == 1
+
+
+def test_bytes_moved_counts_distinct_elements():
+    case = make_case("modulus_truncate", "int16", (8, 32), "broadcast-b")
+    assert bytes_moved(case) == (256 + 32 + 256) * 2
+    assert bytes_moved(make_case("is_nan", "float16", (1000,), "broadcast-a")) == 1 * 2 + 1000 * 1
+
+
+def test_copy_roof_splits_copies_over_the_binding_limit():
+    """The copy kernel binds at most the adapter's storage binding size: larger copies become several dispatches."""
+    from gpuops.bench.timing import GpuTimer
+    from gpuops.bench.workload import Arena, ArenaCopy
+
+    device = gpuops.Device()
+    device.limits = {**dict(device.limits), "max-storage-buffer-binding-size": 4096}
+    arena = Arena(device)
+    size = 40000  # 9 whole pieces of 4096 bytes and a part of one
+    data = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8)
+    source, target = arena.slot(0, size), arena.slot(2, size)
+    device.wgpu_device.queue.write_buffer(source, 0, data)
+    record = ArenaCopy(device).recorder(source, target, size)
+    GpuTimer(device).run(record, 1, 0)
+    copied = np.frombuffer(device.wgpu_device.queue.read_buffer(target, 0, size), np.uint8)
+    assert np.array_equal(copied, data)
+    arena.release()
+
+
+def test_missing_backend_is_a_clean_error(capsys):
+    pytest.importorskip("wgpu")
+    try:
+        import wgpudawn  # noqa: F401
+        pytest.skip("wgpudawn is installed here")
+    except ImportError:
+        pass
+    status, _, err = run(capsys, "op", "sign", "--backend", "dawn", "--sizes", "64")
+    assert status == 2 and "needs the Python package 'wgpudawn'" in one_error_line(err)
