@@ -184,11 +184,12 @@ def measure(args) -> dict:
         print(f"{section:12s} {label(row):40s} exact={row['exact']} {row.get('gbps') or 0:7.0f} GB/s"
               f"  torch {torch_gbps or float('nan'):7.0f}", flush=True)
 
-    for operator, mode in OPS:
-        for in_type, out_type in type_pairs(operator):
-            record("contiguous", runner.run(operator, mode, in_type, out_type, (n,)))
+    if "contiguous" in args.only:
+        for operator, mode in OPS:
+            for in_type, out_type in type_pairs(operator):
+                record("contiguous", runner.run(operator, mode, in_type, out_type, (n,)))
     square = (side, side)
-    for operator, mode in OPS[:2] + OPS[5:]:
+    for operator, mode in (OPS[:2] + OPS[5:]) if "layouts" in args.only else []:
         spec = spec_by_name(operator)
         for in_type, out_type in type_pairs(operator):
             if in_type not in LAYOUT_TYPES or (operator == "ELEMENT_WISE_IS_NAN" and out_type != DataType.UINT8):
@@ -204,7 +205,8 @@ def measure(args) -> dict:
             if out_type.size < 4:
                 record("strided-out", runner.run(operator, mode, in_type, out_type, (n // 2,),
                                                  {spec.output: (2,)}), compare=False)
-    result["host"] = host_side(device, runner)
+    if "host" in args.only:
+        result["host"] = host_side(device, runner)
     return result
 
 
@@ -275,6 +277,8 @@ def main(argv=None) -> int:
     parser.add_argument("--elements", type=int, default=1 << 26)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=1, help="passes per timed span (Dawn: 40)")
+    parser.add_argument("--only", nargs="+", default=["contiguous", "layouts", "host"],
+                        choices=["contiguous", "layouts", "host"], help="sections to measure")
     args = parser.parse_args(argv)
     result = measure(args)
     text = json.dumps(result, indent=1, default=lambda o: None)
