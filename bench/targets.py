@@ -29,7 +29,7 @@ from gpuops.operators import spec_by_name
 OPS = [("ELEMENT_WISE_SIGN", None), ("ELEMENT_WISE_IS_NAN", None), ("ELEMENT_WISE_IS_INFINITY", 0),
        ("ELEMENT_WISE_IS_INFINITY", 1), ("ELEMENT_WISE_IS_INFINITY", 2), ("ELEMENT_WISE_MODULUS_FLOOR", None),
        ("ELEMENT_WISE_MODULUS_TRUNCATE", None)]
-LAYOUT_TYPES = [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT32, DataType.INT64]
+LAYOUT_TYPES = [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT64]
 
 
 def type_pairs(operator: str) -> list[tuple[DataType, DataType]]:
