@@ -24,11 +24,16 @@ class Iteration:
 
 
 def coalesce(sizes: tuple[int, ...], operand_strides: list[tuple[int, ...]]) -> Iteration:
-    """Drop size-1 dimensions and merge neighbours that every operand walks contiguously (like NumPy's nditer).
+    """Drop size-1 dimensions, order the rest by the last operand's (the output's) strides, largest first, and
+    merge neighbours that every operand walks contiguously (like NumPy's nditer). Element-wise results do not
+    depend on the order elements are visited in.
 
-    A packed tensor becomes one dimension; a transposed or broadcast operand keeps the dimensions it needs.
+    A packed tensor becomes one dimension, and so does a transposed one whose output is transposed alike; an
+    operand laid out differently keeps the dimensions it needs.
     """
-    dims = [(size, [s[d] for s in operand_strides]) for d, size in enumerate(sizes) if size != 1]
+    kept = [d for d, size in enumerate(sizes) if size != 1]
+    kept.sort(key=lambda d: tuple(-s[d] for s in reversed(operand_strides)))  # stable: ties keep their order
+    dims = [(sizes[d], [s[d] for s in operand_strides]) for d in kept]
     if not dims:
         return Iteration((1,), tuple((0,) for _ in operand_strides))
     merged = [dims[0]]

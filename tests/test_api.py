@@ -95,7 +95,9 @@ def test_zero_dimensional_and_empty(device):
 def test_many_dimensions_merge_when_contiguous(device):
     x = np.arange(-6, 6, dtype=np.int32).reshape((2, 1, 3, 1, 2, 1, 1, 1, 1, 1))  # 10-D, merges to 1-D
     assert_same_bits(gpuops.sign(x, device=device), np.sign(x))
-    unmergeable = np.zeros((3,) * 9, np.int8).transpose(8, 0, 7, 1, 6, 2, 5, 3, 4)[..., ::2]
+    scattered = np.arange(2**9, dtype=np.int16).reshape((2,) * 9).transpose(8, 0, 7, 1, 6, 2, 5, 3, 4)
+    assert_same_bits(gpuops.sign(scattered, device=device), np.sign(scattered))  # reordered, then merged
+    unmergeable = np.zeros((3,) * 9, np.int8)[(slice(0, 2),) * 9]  # padding after every dimension
     with pytest.raises(gpuops.ValidationError, match="needs 9 dimensions"):
         gpuops.sign(unmergeable, device=device)
 

@@ -34,17 +34,37 @@ fn dim_strides(d: u32) -> vec3<u32> {
 
 // Element offsets of a, b and out for the element at row-major position `index` of the iteration space.
 fn element_offsets(index: u32) -> vec3<u32> {
+    return unit_start(index).offsets;
+}
+
+struct UnitStart {
+    offsets: vec3<u32>,  // of a, b and out
+    in_row: bool,        // the unit's UNIT elements lie in one row of the innermost dimension
+}
+
+// Offsets of the element at `index`, and whether the unit starting there stays in one innermost row. The
+// innermost coordinate comes out of the same division, so a strided unit costs one division per dimension.
+fn unit_start(index: u32) -> UnitStart {
     if (ALL_LINEAR) {
-        return params.base.xyz + vec3<u32>(index);
+        return UnitStart(params.base.xyz + vec3<u32>(index), true);
     }
     var rest = index;
     var offsets = params.base.xyz;
+    var inner = 0u;
     for (var d = RANK - 1u; d > 0u; d -= 1u) {
         let size = dim_size(d);
-        offsets += (rest % size) * dim_strides(d);
-        rest = rest / size;
+        let quotient = rest / size;
+        let coordinate = rest - quotient * size;
+        if (d == RANK - 1u) {
+            inner = coordinate;
+        }
+        offsets += coordinate * dim_strides(d);
+        rest = quotient;
     }
-    return offsets + rest * dim_strides(0u);
+    if (RANK == 1u) {
+        inner = rest;
+    }
+    return UnitStart(offsets + rest * dim_strides(0u), inner + UNIT <= dim_size(RANK - 1u));
 }
 
 // Offsets of element first + j of a unit: one step along the innermost dimension while the unit stays in one
@@ -54,10 +74,6 @@ fn unit_element_offsets(first: u32, j: u32, first_offsets: vec3<u32>, in_row: bo
         return first_offsets + j * dim_strides(RANK - 1u);
     }
     return element_offsets(first + j);
-}
-
-fn unit_in_one_row(first: u32) -> bool {
-    return first % dim_size(RANK - 1u) + UNIT <= dim_size(RANK - 1u);
 }
 
 // A strided operand whose unit lies in one row, contiguous and 16-byte aligned, still moves as one chunk

@@ -100,12 +100,9 @@ fn store_contiguous(offset: u32, r0: vec2<u32>, r1: vec2<u32>, r2: vec2<u32>, r3
 }
 
 fn run_full_unit(first: u32) {
-    var first_offsets = params.base.xyz;
-    var in_row = true;
-    if (!ALL_LINEAR) {
-        first_offsets = element_offsets(first);
-        in_row = unit_in_one_row(first);
-    }
+    let start = unit_start(first);
+    let first_offsets = start.offsets;
+    let in_row = start.in_row;
     let a = load_unit(OPERAND_A, A_LINEAR, first, first_offsets, in_row);
     var b = vec4<u32>();
     if (HAS_B) {

@@ -29,14 +29,10 @@ fn load_unit(operand: u32, linear: bool, offsets0: vec3<u32>, offsets1: vec3<u32
 }
 
 fn run_full_unit(first: u32) {
-    var offsets0 = params.base.xyz + vec3<u32>(first);
-    var offsets1 = offsets0 + vec3<u32>(1u);
-    var in_row = true;
-    if (!ALL_LINEAR) {
-        offsets0 = element_offsets(first);
-        in_row = unit_in_one_row(first);
-        offsets1 = unit_element_offsets(first, 1u, offsets0, in_row);
-    }
+    let start = unit_start(first);
+    let offsets0 = start.offsets;
+    let in_row = start.in_row;
+    let offsets1 = unit_element_offsets(first, 1u, offsets0, in_row);
     let a = load_unit(OPERAND_A, A_LINEAR, offsets0, offsets1, in_row);
     var b = vec4<u32>();
     if (HAS_B) {
