@@ -271,7 +271,70 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
             "large_elements": n, "large_wall_fraction_of_gpu": gpu.gpu_median_ns / wall if gpu.gpu_ns else None}
 
 
+def _pct(value, reference) -> str:
+    return f"{100 * value / reference:.0f}%" if value and reference else "n/a"
+
+
+def render(paths: list[str]) -> str:
+    """Markdown tables from results JSON files (later files override earlier sections of the same backend)."""
+    runs: dict[str, dict] = {}
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        merged = runs.setdefault(data["backend"], {})
+        for key, value in data.items():  # sections of later files win; the first file's scalars stay
+            if isinstance(value, list) or key not in merged:
+                merged[key] = value
+    out = []
+    for backend, data in runs.items():
+        tc = (data.get("torch_copy") or {}).get("gbps")
+        out.append(f"### {data['adapter'].get('device')} ({data['adapter'].get('backend_type')}), {backend}, "
+                   f"driver {data['adapter'].get('description')}\n")
+        out.append(f"{data['elements']} elements; WGSL copy {data['wgsl_copy_gbps']:.0f} GB/s, PyTorch CUDA copy "
+                   f"{tc:.0f} GB/s (targets use PyTorch's copy); versions {data['versions']}.\n")
+        if data.get("contiguous"):
+            out += ["| operator, types | GB/s | % of torch copy (goal 95%) | PyTorch same op GB/s | vs PyTorch |",
+                    "|---|---|---|---|---|"]
+            for row in data["contiguous"]:
+                torch_gbps = (row.get("torch") or {}).get("gbps")
+                note = (row.get("torch") or {}).get("error", "")
+                torch_cell = f"{torch_gbps:.0f}" if torch_gbps else f"n/a ({note[:40]})" if note else "n/a"
+                ratio = f"{row['gbps'] / torch_gbps:.2f}x" if torch_gbps else "n/a"
+                out.append(f"| {label(row)} | {row['gbps']:.0f} | {_pct(row['gbps'], tc)} | {torch_cell} | {ratio} |")
+            out.append("")
+        if data.get("packed-2d"):
+            packed = {label(r): r["gbps"] for r in data["packed-2d"]}
+            out += ["| operator, types | packed 2-D GB/s | broadcast (goal 90%) | transposed input, output in the "
+                    "input's order (PyTorch's layout) | true transpose (row-major output) | PyTorch on x.t() | "
+                    "strided output, 8/16-bit (goal 50%) |", "|---|---|---|---|---|---|---|"]
+            by = {sec: {label(r): r for r in data.get(sec, [])} for sec in
+                  ("broadcast", "transposed", "transposed-k", "strided-out")}
+            for name, base in packed.items():
+                def cell(sec):
+                    row = by[sec].get(name)
+                    return f"{row['gbps']:.0f} ({_pct(row['gbps'], base)})" if row else "-"
+                torch_t = (by["transposed"].get(name, {}).get("torch") or {}).get("gbps")
+                out.append(f"| {name} | {base:.0f} | {cell('broadcast')} | {cell('transposed-k')} | "
+                           f"{cell('transposed')} | {f'{torch_t:.0f}' if torch_t else 'n/a'} | {cell('strided-out')} |")
+            out.append("")
+        host = data.get("host")
+        if host:
+            out += ["| host-side measure | value | goal |", "|---|---|---|",
+                    f"| batch of 1000 ops of 1024 elements, host time per op | {host['batch_host_us_per_op']:.1f} us | "
+                    "<= 10 us |",
+                    f"| one small op + read-back (DML level, cached plan) | {host['small_op_readback_us']:.0f} us = "
+                    f"{host['small_op_readback_us'] / host['bare_submit_readback_us']:.2f}x a bare wgpu submit + "
+                    f"read-back ({host['bare_submit_readback_us']:.0f} us) | <= 1.2x |",
+                    f"| one small op through the NumPy API (upload, run, read back) | "
+                    f"{host['numpy_api_small_op_us']:.0f} us | (information) |",
+                    f"| 50 large ops ({host['large_elements']} float32 elements) in one batch: wall-clock vs GPU "
+                    f"timestamps | {100 * host['large_wall_fraction_of_gpu']:.0f}% | >= 90% |", ""]
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--render":
+        print(render(sys.argv[2:]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--elements", type=int, default=1 << 26)
