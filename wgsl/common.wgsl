@@ -82,6 +82,19 @@ fn unit_is_chunk(operand: u32, first_offsets: vec3<u32>, in_row: bool) -> bool {
     return in_row && dim_strides(RANK - 1u)[operand] == 1u && first_offsets[operand] % UNIT == 0u;
 }
 
+// The tensor's last, partial unit, element by element (load_element / store_element come from the storage
+// file, narrow.wgsl or wide.wgsl).
+fn run_elements(first: u32, count: u32) {
+    for (var j = 0u; j < count; j += 1u) {
+        let offsets = element_offsets(first + j);
+        var b = InElem();
+        if (HAS_B) {
+            b = load_element(OPERAND_B, offsets[OPERAND_B]);
+        }
+        store_element(offsets[OPERAND_OUT], compute(load_element(OPERAND_A, offsets[OPERAND_A]), b));
+    }
+}
+
 fn run_unit(unit: u32) {
     let first = unit * UNIT;
     if (params.element_count - first >= UNIT) {  // (first + UNIT could pass 2^32)

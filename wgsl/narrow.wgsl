@@ -22,18 +22,6 @@ fn store_element(offset: u32, value: OutElem) {
     }
 }
 
-// The tensor's last, partial unit, element by element.
-fn run_elements(first: u32, count: u32) {
-    for (var j = 0u; j < count; j += 1u) {
-        let offsets = element_offsets(first + j);
-        var b = InElem();
-        if (HAS_B) {
-            b = load_element(OPERAND_B, offsets[OPERAND_B]);
-        }
-        store_element(offsets[OPERAND_OUT], compute(load_element(OPERAND_A, offsets[OPERAND_A]), b));
-    }
-}
-
 // The results of the IN_PER_WORD elements of one input word, packed at OUT_BITS each (64 bits at most).
 fn word_results(a: u32, b: u32) -> vec2<u32> {
     var packed = vec2<u32>();

@@ -10,17 +10,6 @@ fn store_element(offset: u32, value: OutElem) {
     out_store_word(2u * offset + 1u, value.y);
 }
 
-fn run_elements(first: u32, count: u32) {
-    for (var j = 0u; j < count; j += 1u) {
-        let offsets = element_offsets(first + j);
-        var b = InElem();
-        if (HAS_B) {
-            b = load_element(OPERAND_B, offsets[OPERAND_B]);
-        }
-        store_element(offsets[OPERAND_OUT], compute(load_element(OPERAND_A, offsets[OPERAND_A]), b));
-    }
-}
-
 fn load_unit(operand: u32, linear: bool, offsets0: vec3<u32>, offsets1: vec3<u32>, in_row: bool) -> vec4<u32> {
     if (linear || unit_is_chunk(operand, offsets0, in_row)) {
         return in_chunk(operand, offsets0[operand] / 2u);
