@@ -22,17 +22,27 @@ fn store_element(offset: u32, value: OutElem) {
     }
 }
 
+fn lane_result(a: u32, b: u32, lane: u32) -> u32 {
+    return compute((a >> (lane * IN_BITS)) & IN_MASK, (b >> (lane * IN_BITS)) & IN_MASK) & OUT_MASK;
+}
+
 // The results of the IN_PER_WORD elements of one input word, packed at OUT_BITS each (64 bits at most).
+// The lanes are written out rather than looped over: some shader translators leave such loops rolled, and
+// the per-lane work then costs more than the memory traffic. Each branch folds away for the other widths; the
+// `% 32u` keeps shift amounts valid in the branches that do not apply.
 fn word_results(a: u32, b: u32) -> vec2<u32> {
-    var packed = vec2<u32>();
-    for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
-        let result = compute((a >> (lane * IN_BITS)) & IN_MASK, (b >> (lane * IN_BITS)) & IN_MASK) & OUT_MASK;
-        let bit = lane * OUT_BITS;
-        if (bit < 32u) {
-            packed.x |= result << bit;
+    var packed = vec2<u32>(lane_result(a, b, 0u), 0u);
+    if (IN_PER_WORD == 2u) {
+        let second = lane_result(a, b, 1u);
+        if (OUT_BITS == 32u) {
+            packed.y = second;  // float16 -> uint32: two words
         } else {
-            packed.y |= result << (bit - 32u);
+            packed.x |= second << (OUT_BITS % 32u);
         }
+    }
+    if (IN_PER_WORD == 4u) {  // 8-bit in, 8-bit out
+        packed.x |= (lane_result(a, b, 1u) << (OUT_BITS % 32u)) | (lane_result(a, b, 2u) << ((2u * OUT_BITS) % 32u))
+            | (lane_result(a, b, 3u) << ((3u * OUT_BITS) % 32u));
     }
     return packed;
 }
