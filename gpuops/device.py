@@ -271,7 +271,7 @@ class CompiledOperator:
                 first = min(starts[i] for i in covered)
                 end = max(starts[i] + spans[i] for i in covered)
                 union = window_for(first, end - first, 1, device.storage_offset_alignment, output.buffer.size)
-                if union.size <= device.binding_size_limit:
+                if union.size + 16 <= device.binding_size_limit:  # + rounding to whole chunks below
                     for i in covered:
                         windows[i] = Window(union.offset, union.size, (starts[i] - union.offset) // element_sizes[i])
                         if i < len(inputs):
