@@ -21,6 +21,7 @@ import numpy as np
 
 import gpuops
 from gpuops import Binding, DataType, TensorDesc
+from gpuops.bench.reference import compare
 from gpuops.bench.reference import expected as numpy_reference
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.bench.torch_compare import time_torch, torch_cuda
@@ -102,7 +103,7 @@ class Runner:
         got = _view(raw, out)
         logical = [_view(hosts[name].view(np.uint8), tensors[name]) for name in spec.inputs]
         expected = numpy_reference(operator, mode, out_type, *logical)
-        exact = _same_bits(got, expected)
+        exact = compare(got, expected) is None
         row = {"operator": operator, "mode": mode, "dtype": in_type.name, "out_dtype": out_type.name,
                "sizes": list(sizes), "strides": {k: list(v) for k, v in strides.items()}, "bytes": moved,
                "exact": exact}
@@ -133,14 +134,6 @@ def _view(raw: np.ndarray, tensor: TensorDesc) -> np.ndarray:
     flat = np.frombuffer(raw.tobytes()[: tensor.implied_size_in_bytes], tensor.data_type.numpy_dtype,
                          tensor.implied_size_in_bytes // size)
     return np.lib.stride_tricks.as_strided(flat, tensor.sizes, tuple(s * size for s in tensor.element_strides))
-
-
-def _same_bits(got: np.ndarray, expected: np.ndarray) -> bool:
-    unsigned = np.dtype(f"u{got.dtype.itemsize}")
-    same = np.ascontiguousarray(got).view(unsigned) == np.ascontiguousarray(expected).view(unsigned)
-    if got.dtype.kind == "f":
-        same |= np.isnan(got) & np.isnan(expected)
-    return bool(same.all())
 
 
 def label(row: dict) -> str:

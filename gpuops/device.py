@@ -294,7 +294,7 @@ class CompiledOperator:
                 linear[slot] = it.is_linear(operand) and (window.base_element * es) % 16 == 0
             key = KernelKey(
                 shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
-                input_count=len(inputs), rank=it.rank, linear=tuple(linear), input_placement=tuple(placement),
+                rank=it.rank, linear=tuple(linear), input_placement=tuple(placement),
                 output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size, units_per_invocation=device.units_per_invocation)

@@ -52,7 +52,6 @@ class KernelKey:
     shader: str  # file in wgsl/ops/
     input_type: DataType
     output_type: DataType
-    input_count: int  # 1 or 2
     rank: int  # dimensions of the coalesced iteration space, 1..8
     linear: tuple[bool, ...]  # per operand slot (a, b, out): elements at base + position, word aligned
     input_placement: tuple[str, ...]  # per input: SEPARATE, VIA_OUTPUT or SHARED
@@ -60,6 +59,10 @@ class KernelKey:
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
+
+    @property
+    def input_count(self) -> int:
+        return len(self.input_placement)
 
     @property
     def wide(self) -> bool:
