@@ -25,7 +25,7 @@ UNITS_PER_INVOCATION = 4
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl",)),
-    DataType.FLOAT16: ("float16.wgsl", ("f32_bits.wgsl",)),
+    DataType.FLOAT16: ("float16.wgsl", ("f16_bits.wgsl",)),
     DataType.INT32: ("sint.wgsl", ()),
     DataType.INT16: ("sint.wgsl", ()),
     DataType.INT8: ("sint.wgsl", ()),
@@ -35,6 +35,10 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.INT64: ("sint64.wgsl", ("u64.wgsl",)),
     DataType.UINT64: ("uint64.wgsl", ("u64.wgsl",)),
 }
+
+# Output width / input width -> how narrow.wgsl turns a unit's input words into its output chunk.
+UNIT_SHAPES: dict[float, str] = {1: "same_width.wgsl", 0.5: "half_width_out.wgsl", 0.25: "quarter_width_out.wgsl",
+                                 2: "double_width_out.wgsl"}
 
 READ = "read"
 READ_WRITE = "read_write"
@@ -71,8 +75,9 @@ class KernelKey:
 
     @property
     def unit(self) -> int:
-        """Elements per unit of work: one 16-byte chunk of input (4 words, or 2 elements of 64 bits)."""
-        return 16 // self.input_type.size
+        """Elements per unit of work: one 16-byte chunk of output (so each warp's stores are contiguous), which is
+        one chunk of input too when both types have the same width."""
+        return 16 // self.output_type.size
 
     @property
     def atomic_output(self) -> bool:
@@ -160,8 +165,11 @@ def shader_files(key: KernelKey) -> list[str]:
     """The hand-written files a kernel is made of, relative to wgsl/, in order."""
     family, libraries = DTYPE_SHADERS[key.input_type]
     output_file = {"out_chunks": "out_chunks.wgsl", "out_words": "out_plain.wgsl"}[key.output_view]
-    files = ["common.wgsl", "wide.wgsl" if key.wide else "narrow.wgsl",
-             "out_atomic.wgsl" if key.atomic_output else output_file]
+    if key.wide:
+        files = ["common.wgsl", "wide.wgsl"]
+    else:
+        files = ["common.wgsl", "narrow.wgsl", "units/" + UNIT_SHAPES[key.output_type.size / key.input_type.size]]
+    files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     files += [f"lib/{name}" for name in libraries]
     files += [f"dtype/{family}", f"ops/{key.shader}"]

@@ -76,7 +76,7 @@ fn unit_element_offsets(first: u32, j: u32, first_offsets: vec3<u32>, in_row: bo
     return element_offsets(first + j);
 }
 
-// A strided operand whose unit lies in one row, contiguous and 16-byte aligned, still moves as one chunk
+// A strided operand whose unit lies in one row, contiguous and aligned to the unit, still moves as whole chunks
 // (a broadcast operand's rows, a padded layout's rows).
 fn unit_is_chunk(operand: u32, first_offsets: vec3<u32>, in_row: bool) -> bool {
     return in_row && dim_strides(RANK - 1u)[operand] == 1u && first_offsets[operand] % UNIT == 0u;

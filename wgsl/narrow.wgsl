@@ -1,13 +1,18 @@
 // Storage for element types of 8, 16 or 32 bits: u32 words hold 32 / BITS elements each, low lanes first.
-// A unit is one 16-byte chunk of input: four words, handled with constant swizzles (.x .y .z .w) so no vector
-// is indexed dynamically (that would push it to local memory on some GPUs). A linear operand moves as whole
-// vec4<u32> chunks; a strided one is gathered (or scattered) element by element into the same word form.
+//
+// A unit is the UNIT elements of one 16-byte chunk of output, so that each store of a warp is one contiguous run:
+// stores that leave gaps between invocations cost far more than loads that do (the loads' gaps come from the L1
+// cache). Its input is IN_WORDS words; units/*.wgsl (one file per ratio of the widths, chosen by gpuops/shaders.py)
+// turn them into the unit's four output words. Words are handled with constant swizzles (.x .y .z .w) so no
+// vector is indexed dynamically (that would push it to local memory on some GPUs). A linear operand moves as
+// whole vec4<u32> chunks; a strided one is gathered (or scattered) element by element.
 
 const IN_PER_WORD: u32 = 32u / IN_BITS;
 const OUT_PER_WORD: u32 = 32u / OUT_BITS;
+const IN_PER_CHUNK: u32 = 4u * IN_PER_WORD;
+const IN_WORDS: u32 = UNIT / IN_PER_WORD;
 const IN_MASK: u32 = 0xffffffffu >> (32u - IN_BITS);
 const OUT_MASK: u32 = 0xffffffffu >> (32u - OUT_BITS);
-const RESULT_BITS: u32 = IN_PER_WORD * OUT_BITS;  // output bits made from one input word: 8, 16, 32 or 64
 
 fn load_element(operand: u32, offset: u32) -> InElem {
     return (in_word(operand, offset / IN_PER_WORD) >> ((offset % IN_PER_WORD) * IN_BITS)) & IN_MASK;
@@ -26,10 +31,10 @@ fn lane_result(a: u32, b: u32, lane: u32) -> u32 {
     return compute((a >> (lane * IN_BITS)) & IN_MASK, (b >> (lane * IN_BITS)) & IN_MASK) & OUT_MASK;
 }
 
-// The results of the IN_PER_WORD elements of one input word, packed at OUT_BITS each (64 bits at most).
-// The lanes are written out rather than looped over: some shader translators leave such loops rolled, and
-// the per-lane work then costs more than the memory traffic. Each branch folds away for the other widths; the
-// `% 32u` keeps shift amounts valid in the branches that do not apply.
+// The results of the elements of one input word, packed at OUT_BITS each: 8, 16, 32 or 64 bits.
+// The lanes are written out rather than looped over: some shader translators leave such loops rolled, and the
+// per-lane work then costs more than the memory traffic. Each branch folds away for the other widths; the `% 32u`
+// keeps shift amounts valid in the branches that do not apply.
 fn word_results(a: u32, b: u32) -> vec2<u32> {
     var packed = vec2<u32>(lane_result(a, b, 0u), 0u);
     if (IN_PER_WORD == 2u) {
@@ -47,77 +52,57 @@ fn word_results(a: u32, b: u32) -> vec2<u32> {
     return packed;
 }
 
-// Word `k` of a strided operand's unit, gathered element by element.
-fn gather_word(operand: u32, k: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> u32 {
-    var word = 0u;
-    for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
-        let offsets = unit_element_offsets(first, k * IN_PER_WORD + lane, first_offsets, in_row);
-        word |= load_element(operand, offsets[operand]) << (lane * IN_BITS);
+// `count` elements of a strided operand's unit from its element `start` (a multiple of IN_PER_CHUNK), gathered
+// one by one into word form. One loop, so that the kernel holds one copy of the gathering code.
+fn gather_words(operand: u32, start: u32, count: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
+    var words = vec4<u32>();
+    for (var j = 0u; j < count; j += 1u) {
+        let offsets = unit_element_offsets(first, start + j, first_offsets, in_row);
+        words[j / IN_PER_WORD] |= load_element(operand, offsets[operand]) << ((j % IN_PER_WORD) * IN_BITS);
     }
-    return word;
+    return words;
 }
 
-fn load_unit(operand: u32, linear: bool, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
+// Element offset of the unit's first element in the operand's binding when the unit's input is contiguous and
+// aligned to its size (always for a linear operand; a strided operand's unit may still lie in one row).
+fn contiguous_start(operand: u32, linear: bool, first: u32, first_offsets: vec3<u32>, in_row: bool) -> u32 {
     if (linear) {
-        return in_chunk(operand, (params.base[operand] + first) / UNIT);
+        return params.base[operand] + first;
     }
     if (unit_is_chunk(operand, first_offsets, in_row)) {
-        return in_chunk(operand, first_offsets[operand] / UNIT);
+        return first_offsets[operand];
     }
-    return vec4<u32>(gather_word(operand, 0u, first, first_offsets, in_row),
-                     gather_word(operand, 1u, first, first_offsets, in_row),
-                     gather_word(operand, 2u, first, first_offsets, in_row),
-                     gather_word(operand, 3u, first, first_offsets, in_row));
+    return 0xffffffffu;  // none: gather
 }
 
-// The results of input word `k` to a strided output, element by element.
-fn scatter_results(k: u32, results: vec2<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
-    for (var lane = 0u; lane < IN_PER_WORD; lane += 1u) {
-        let bit = lane * OUT_BITS;
-        let value = select(results.y >> (bit - 32u), results.x >> bit, bit < 32u) & OUT_MASK;
-        let offsets = unit_element_offsets(first, k * IN_PER_WORD + lane, first_offsets, in_row);
-        store_element(offsets[OPERAND_OUT], value);
+// Input chunk `c` of the unit (IN_WORDS >= 4).
+fn load_chunk(operand: u32, linear: bool, c: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
+    let start = contiguous_start(operand, linear, first, first_offsets, in_row);
+    if (start != 0xffffffffu) {
+        return in_chunk(operand, start / IN_PER_CHUNK + c);
     }
+    return gather_words(operand, c * IN_PER_CHUNK, IN_PER_CHUNK, first, first_offsets, in_row);
 }
 
-// The results of a whole unit to contiguous output elements from element `offset` (16-byte aligned):
-// 4 x RESULT_BITS bits, stored as words or chunks.
-fn store_contiguous(offset: u32, r0: vec2<u32>, r1: vec2<u32>, r2: vec2<u32>, r3: vec2<u32>) {
-    let word = offset / OUT_PER_WORD;
-    if (RESULT_BITS == 8u) {
-        out_store_word(word, r0.x | (r1.x << 8u) | (r2.x << 16u) | (r3.x << 24u));
-    } else if (RESULT_BITS == 16u) {
-        out_store_word(word, r0.x | (r1.x << 16u));
-        out_store_word(word + 1u, r2.x | (r3.x << 16u));
-    } else if (RESULT_BITS == 32u) {
-        out_store_chunk(word / 4u, vec4<u32>(r0.x, r1.x, r2.x, r3.x));
-    } else {
-        out_store_chunk(word / 4u, vec4<u32>(r0, r1));
-        out_store_chunk(word / 4u + 1u, vec4<u32>(r2, r3));
+fn word_of(v: vec4<u32>, k: u32) -> u32 {
+    return select(select(v.x, v.y, k == 1u), select(v.z, v.w, k == 3u), k >= 2u);
+}
+
+// The unit's output chunk to a strided output, element by element.
+fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
+    for (var j = 0u; j < UNIT; j += 1u) {
+        let value = (word_of(out, j / OUT_PER_WORD) >> ((j % OUT_PER_WORD) * OUT_BITS)) & OUT_MASK;
+        store_element(unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT], value);
     }
 }
 
 fn run_full_unit(first: u32) {
     let start = unit_start(first);
-    let first_offsets = start.offsets;
-    let in_row = start.in_row;
-    let a = load_unit(OPERAND_A, A_LINEAR, first, first_offsets, in_row);
-    var b = vec4<u32>();
-    if (HAS_B) {
-        b = load_unit(OPERAND_B, B_LINEAR, first, first_offsets, in_row);
-    }
-    let r0 = word_results(a.x, b.x);
-    let r1 = word_results(a.y, b.y);
-    let r2 = word_results(a.z, b.z);
-    let r3 = word_results(a.w, b.w);
-    if (OUT_LINEAR) {
-        store_contiguous(params.base[OPERAND_OUT] + first, r0, r1, r2, r3);
-    } else if (unit_is_chunk(OPERAND_OUT, first_offsets, in_row)) {
-        store_contiguous(first_offsets[OPERAND_OUT], r0, r1, r2, r3);
+    let out = unit_results(first, start.offsets, start.in_row);
+    let out_start = contiguous_start(OPERAND_OUT, OUT_LINEAR, first, start.offsets, start.in_row);
+    if (out_start != 0xffffffffu) {
+        out_store_chunk(out_start / UNIT, out);
     } else {
-        scatter_results(0u, r0, first, first_offsets, in_row);
-        scatter_results(1u, r1, first, first_offsets, in_row);
-        scatter_results(2u, r2, first, first_offsets, in_row);
-        scatter_results(3u, r3, first, first_offsets, in_row);
+        scatter_unit(out, first, start.offsets, start.in_row);
     }
 }

@@ -1,5 +1,6 @@
 // FLOAT16 elements as bit patterns in the low half of a u32 (see README.md for the interface).
-// Arithmetic follows NumPy: widen to float32 exactly, compute in float32, round once to float16.
+// Results equal NumPy's (which computes in float32 and rounds to float16): see lib/f16_bits.wgsl for why the
+// arithmetic can stay on 11-bit significands.
 const ELEM_ZERO: u32 = 0u;
 const ELEM_ONE: u32 = 0x3c00u;
 const ELEM_MINUS_ONE: u32 = 0xbc00u;
@@ -21,11 +22,11 @@ fn elem_is_negative(x: u32) -> bool {
 }
 
 fn elem_fmod(a: u32, b: u32) -> u32 {
-    return f32_to_f16_bits(f32_fmod_bits(f16_to_f32_bits(a), f16_to_f32_bits(b)));
+    return f16_fmod_bits(a, b);
 }
 
-fn elem_add(a: u32, b: u32) -> u32 {
-    return f32_to_f16_bits(f32_add_bits(f16_to_f32_bits(a), f16_to_f32_bits(b)));
+fn elem_add_opposite(r: u32, b: u32) -> u32 {
+    return (b & F16_SIGN) | f16_sub_magnitudes(b & F16_ABS, r & F16_ABS);
 }
 
 fn elem_zero_with_sign_of(b: u32) -> u32 {

@@ -23,8 +23,8 @@ fn elem_fmod(a: u32, b: u32) -> u32 {
     return f32_fmod_bits(a, b);
 }
 
-fn elem_add(a: u32, b: u32) -> u32 {
-    return f32_add_bits(a, b);
+fn elem_add_opposite(r: u32, b: u32) -> u32 {
+    return (b & F32_SIGN) | f32_sub_magnitudes(b & F32_ABS, r & F32_ABS);
 }
 
 fn elem_zero_with_sign_of(b: u32) -> u32 {

@@ -33,8 +33,8 @@ fn elem_fmod(a: u32, b: u32) -> u32 {
     return select(r, (0u - r) & IN_MASK, elem_is_negative(a));
 }
 
-fn elem_add(a: u32, b: u32) -> u32 {
-    return (a + b) & IN_MASK;
+fn elem_add_opposite(r: u32, b: u32) -> u32 {
+    return (r + b) & IN_MASK;
 }
 
 fn elem_zero_with_sign_of(b: u32) -> u32 {

@@ -26,8 +26,8 @@ fn elem_fmod(a: u32, b: u32) -> u32 {
     return a % b;
 }
 
-fn elem_add(a: u32, b: u32) -> u32 {
-    return (a + b) & IN_MASK;
+fn elem_add_opposite(r: u32, b: u32) -> u32 {
+    return (r + b) & IN_MASK;
 }
 
 fn elem_zero_with_sign_of(b: u32) -> u32 {

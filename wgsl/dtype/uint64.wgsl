@@ -23,8 +23,8 @@ fn elem_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return u64_rem(a, b);  // 0 for a zero divisor
 }
 
-fn elem_add(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return u64_add(a, b);
+fn elem_add_opposite(r: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return u64_add(r, b);
 }
 
 fn elem_zero_with_sign_of(b: vec2<u32>) -> vec2<u32> {

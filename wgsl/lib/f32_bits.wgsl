@@ -1,4 +1,4 @@
-// Exact IEEE binary32 / binary16 arithmetic on bit patterns held in u32.
+// Exact IEEE binary32 arithmetic on bit patterns held in u32.
 //
 // No floating-point arithmetic is used on purpose: WGSL lets implementations flush subnormals,
 // assume there is no inf/NaN, and compute `/` approximately, while these functions must give the
@@ -77,159 +77,33 @@ fn f32_fmod_bits(a: u32, b: u32) -> u32 {
     return sign | f32_bits_pack(eb - shift, r << shift);
 }
 
-// IEEE binary32 x + y, round to nearest, ties to even, subnormals kept.
-fn f32_add_bits(x: u32, y: u32) -> u32 {
-    let ux = x & F32_ABS;
-    let uy = y & F32_ABS;
-    if (ux > F32_INF || uy > F32_INF) {
-        return F32_QNAN;
+// |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction,
+// round to nearest, ties to even, subnormals kept. This is the only addition MODULUS_FLOOR needs (a remainder
+// moved into the divisor's sign). As Berkeley SoftFloat does, it works with 7 extra low bits and keeps bits
+// shifted out as a sticky bit in bit 0: bits are lost only when d > 7, and then at most one bit cancels, so the
+// sticky bit decides rounding exactly as the lost bits would have.
+fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
+    if (big == F32_INF) {
+        return F32_INF;
     }
-    if (ux == F32_INF) {
-        // inf + -inf is invalid; inf + anything else is that inf.
-        if (uy == F32_INF && x != y) {
-            return F32_QNAN;
-        }
-        return x;
-    }
-    if (uy == F32_INF) {
-        return y;
-    }
-    if (ux == 0u && uy == 0u) {
-        // (-0) + (-0) = -0; any other pair of zeros gives +0.
-        return x & y;
-    }
-    if (ux == 0u) {
-        return y;
-    }
-    if (uy == 0u) {
-        return x;
-    }
-
-    // Let a be the operand of larger magnitude: the result takes its sign.
-    var a = x;
-    var b = y;
-    if (uy > ux) {
-        a = y;
-        b = x;
-    }
-    let ua = a & F32_ABS;
-    let ub = b & F32_ABS;
-    let e = f32_bits_exponent(ua);
-    let d = e - f32_bits_exponent(ub);  // >= 0
-
-    // Work with 7 extra low bits (as Berkeley SoftFloat does): both significands shifted
-    // left by 7 are < 2^31, so their sum fits in a u32.
-    let ma = f32_bits_significand(ua) << 7u;
-    let mb_full = f32_bits_significand(ub) << 7u;
-    // Align b to a's exponent. Bits shifted out are "jammed" into bit 0 (a sticky bit): this only
-    // happens when d > 7, and then the result keeps at least 5 bits below the rounding point,
-    // so the sticky bit decides rounding exactly as the lost bits would have.
-    var mb = 1u;
+    let e = f32_bits_exponent(big);
+    let d = e - f32_bits_exponent(small);  // >= 0
+    let small_full = f32_bits_significand(small) << 7u;
+    var m_small = 1u;
     if (d < 31u) {
-        let lost = mb_full & ((1u << d) - 1u);
-        mb = (mb_full >> d) | select(0u, 1u, lost != 0u);
+        let lost = small_full & ((1u << d) - 1u);
+        m_small = (small_full >> d) | select(0u, 1u, lost != 0u);
     }
-
-    var m: u32;
-    if (((x ^ y) & F32_SIGN) == 0u) {
-        m = ma + mb;
-    } else {
-        m = ma - mb;
-    }
-    if (m == 0u) {
-        // Exact cancellation rounds to +0.
-        return 0u;
-    }
-
-    // Normalise so that the leading bit is bit 30 (bit 23 after dropping the 7 extra bits),
-    // with the value  m * 2^(re - 157).
-    var re = e;
-    let lead = 31u - countLeadingZeros(m);
-    if (lead == 31u) {
-        // Carry out of an addition: shift right by one, keeping the dropped bit as sticky.
-        m = (m >> 1u) | (m & 1u);
-        re += 1u;
-    } else {
-        // Cancellation: shift left (exact), but not below exponent 1 (the result is subnormal).
-        let shift = min(30u - lead, re - 1u);
-        m = m << shift;
-        re -= shift;
-    }
-
-    // Round to nearest, ties to even, on the 7 extra bits.
+    // > 0 because big > small; no carry out of a subtraction, so only cancellation to normalise: shift the
+    // leading bit up to bit 30, but not below exponent 1 (the result is subnormal).
+    var m = (f32_bits_significand(big) << 7u) - m_small;
+    let shift = min(countLeadingZeros(m) - 1u, e - 1u);
+    m = m << shift;
     let low = m & 0x7fu;
     m = m >> 7u;
     if (low > 0x40u || (low == 0x40u && (m & 1u) != 0u)) {
         m += 1u;
     }
-    // re <= 255 and m <= 2^24, so this cannot wrap; anything at or past the inf pattern overflowed.
-    let mag = min(f32_bits_pack(re, m), F32_INF);
-    return (a & F32_SIGN) | mag;
-}
-
-// binary16 bits (low 16 bits of h) -> binary32 bits, exactly.
-fn f16_to_f32_bits(h: u32) -> u32 {
-    let sign = (h & 0x8000u) << 16u;
-    let e = (h >> 10u) & 0x1fu;
-    let m = h & 0x3ffu;
-    if (e == 0x1fu) {
-        if (m == 0u) {
-            return sign | F32_INF;
-        }
-        // NaN: keep the payload, make it quiet.
-        return sign | F32_QNAN | (m << 13u);
-    }
-    if (e == 0u) {
-        if (m == 0u) {
-            return sign;
-        }
-        // Subnormal half m * 2^-24 with leading bit p: becomes the normal 2^p * 1.f * 2^-24,
-        // f32 exponent field (p - 24) + 127.
-        let p = 31u - countLeadingZeros(m);
-        return sign | ((p + 103u) << 23u) | ((m << (23u - p)) & F32_MANT);
-    }
-    // Normal: rebias the exponent (127 - 15 = 112) and widen the mantissa.
-    return sign | ((e + 112u) << 23u) | (m << 13u);
-}
-
-// binary32 bits -> binary16 bits (in the low 16 bits), round to nearest, ties to even.
-fn f32_to_f16_bits(f: u32) -> u32 {
-    let sign = (f >> 16u) & 0x8000u;
-    let u = f & F32_ABS;
-    if (u > F32_INF) {
-        // NaN: quiet, keeping the top of the payload.
-        return sign | 0x7e00u | ((u >> 13u) & 0x3ffu);
-    }
-    // 65520 (0x477ff000) is halfway between the largest half, 65504, and 2^16; the tie goes
-    // to the even neighbour, 2^16, which is inf. This also catches inf itself.
-    if (u >= 0x477ff000u) {
-        return sign | 0x7c00u;
-    }
-    let e = u >> 23u;
-    if (e >= 113u) {
-        // Normal half (f32 exponent >= -14): rebias (subtract 112 from the exponent field) and
-        // drop 13 mantissa bits. A rounding carry moves into the exponent, which is right.
-        var h = (u >> 13u) - (112u << 10u);
-        let low = u & 0x1fffu;
-        if (low > 0x1000u || (low == 0x1000u && (h & 1u) != 0u)) {
-            h += 1u;
-        }
-        return sign | h;
-    }
-    // Below 2^-25 (half of the smallest half subnormal, which rounds to even = 0): zero.
-    // This includes all f32 subnormals.
-    if (e < 102u) {
-        return sign;
-    }
-    // Half subnormal: count k units of 2^-24. |f| = M * 2^(e-150), so k = M / 2^(126-e),
-    // with a shift between 14 and 24. Rounding up to k = 0x400 gives the smallest normal half.
-    let mant = (u & F32_MANT) | F32_IMPLICIT;
-    let s = 126u - e;
-    var k = mant >> s;
-    let low = mant & ((1u << s) - 1u);
-    let half = 1u << (s - 1u);
-    if (low > half || (low == half && (k & 1u) != 0u)) {
-        k += 1u;
-    }
-    return sign | k;
+    // Below big, so it cannot overflow.
+    return f32_bits_pack(e - shift, m);
 }

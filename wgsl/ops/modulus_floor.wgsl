@@ -9,7 +9,7 @@ fn op(a: InElem, b: InElem) -> OutElem {
         return elem_zero_with_sign_of(b);
     }
     if (elem_is_negative(r) != elem_is_negative(b)) {
-        return elem_add(r, b);
+        return elem_add_opposite(r, b);
     }
     return r;
 }

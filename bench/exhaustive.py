@@ -1,0 +1,123 @@
+"""Exhaustive checks of the arithmetic kernels, bit for bit against NumPy (NaN payloads aside):
+MODULUS_FLOOR and MODULUS_TRUNCATE on every pair of float16 bit patterns (2^32 pairs each), every pair of 8-bit
+integers, and the unary operators on every float16 value; float32 modulus on random pairs (uniform bit patterns,
+and pairs whose exponents are close, where the remainder's rounding and cancellation are hardest).
+
+    python bench/exhaustive.py                 # all 65536 float16 divisors: a GPU job (about a minute on an H200)
+    python bench/exhaustive.py --divisors 64   # every dividend against 64 spread-out divisors (CPU-adapter sized)
+
+The NumPy reference runs in a process pool; the GPU side goes through the NumPy-level API.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import gpuops  # noqa: E402
+from gpuops.bench.reference import compare, expected  # noqa: E402
+from gpuops.enums import DataType, IsInfinityMode  # noqa: E402
+
+ALL_HALVES = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+BINARY = {"modulus_floor": "ELEMENT_WISE_MODULUS_FLOOR", "modulus_truncate": "ELEMENT_WISE_MODULUS_TRUNCATE"}
+BLOCK = 1024  # float16 divisors per GPU call: 2^26 pairs
+
+
+def pairs(divisors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every float16 dividend against each divisor."""
+    return (np.tile(ALL_HALVES, divisors.size).view(np.float16),
+            np.repeat(divisors, ALL_HALVES.size).view(np.float16))
+
+
+def reference(name: str, divisors: np.ndarray) -> np.ndarray:
+    return expected(BINARY[name], None, DataType.FLOAT16, *pairs(divisors))
+
+
+def report(label: str, got: np.ndarray, want: np.ndarray, inputs: tuple[np.ndarray, ...]) -> int:
+    mismatch = compare(got, want, inputs)
+    if mismatch is None:
+        return 0
+    print(f"  {label}: {mismatch.describe()}")
+    return mismatch.count
+
+
+def check_float16_binary(device: gpuops.Device, divisors: np.ndarray, workers: int) -> int:
+    failures = 0
+    blocks = [divisors[i:i + BLOCK] for i in range(0, divisors.size, BLOCK)]
+    with concurrent.futures.ProcessPoolExecutor(workers) as pool:
+        for name in BINARY:
+            started = time.perf_counter()
+            for block, want in zip(blocks, pool.map(reference, [name] * len(blocks), blocks)):
+                a, b = pairs(block)
+                failures += report(f"{name} float16", getattr(gpuops, name)(a, b, device=device), want, (a, b))
+            print(f"{name} float16: {divisors.size * ALL_HALVES.size} pairs in {time.perf_counter() - started:.1f} s")
+    return failures
+
+
+def check_small(device: gpuops.Device) -> int:
+    failures = 0
+    for dtype in (np.int8, np.uint8):
+        values = np.arange(256, dtype=np.uint16).astype(np.uint8).view(dtype)
+        a, b = (m.reshape(-1) for m in np.meshgrid(values, values, indexing="ij"))
+        data_type = DataType.from_numpy(np.dtype(dtype))
+        for name, operator in BINARY.items():
+            want = expected(operator, None, data_type, a, b)
+            failures += report(f"{name} {dtype.__name__}", getattr(gpuops, name)(a, b, device=device), want, (a, b))
+    x = ALL_HALVES.view(np.float16)
+    unary = [("sign", gpuops.sign(x, device=device), "ELEMENT_WISE_SIGN", None, DataType.FLOAT16),
+             ("is_nan", gpuops.is_nan(x, device=device), "ELEMENT_WISE_IS_NAN", None, DataType.UINT8)]
+    for mode in IsInfinityMode:
+        unary.append((f"is_infinity {mode.name}", gpuops.is_infinity(x, mode, device=device),
+                      "ELEMENT_WISE_IS_INFINITY", mode, DataType.UINT8))
+    for label, got, operator, mode, out_type in unary:
+        failures += report(f"{label} float16", got, expected(operator, mode, out_type, x), (x,))
+    print(f"8-bit modulus (all pairs), float16 unary operators (all values): {failures} mismatches")
+    return failures
+
+
+def check_float32(device: gpuops.Device, count: int) -> int:
+    rng = np.random.default_rng(5)
+    failures = 0
+    for start in range(0, count, 1 << 24):
+        n = min(1 << 24, count - start)
+        a = rng.integers(0, 1 << 32, n, dtype=np.uint32)
+        # Half uniform patterns, half divisors within 2^+-12 of the dividend with any sign.
+        near = (a & 0x7fffffff) + (rng.integers(-12, 13, n) << 23).astype(np.uint32) + rng.integers(0, 1 << 23, n,
+                                                                                                     dtype=np.uint32)
+        near = (near & 0x7fffffff) | (rng.integers(0, 2, n, dtype=np.uint32) << 31)
+        b = np.where(np.arange(n) % 2 == 0, rng.integers(0, 1 << 32, n, dtype=np.uint32), near)
+        a, b = a.view(np.float32), b.astype(np.uint32).view(np.float32)
+        for name, operator in BINARY.items():
+            want = expected(operator, None, DataType.FLOAT32, a, b)
+            failures += report(f"{name} float32", getattr(gpuops, name)(a, b, device=device), want, (a, b))
+    print(f"float32 modulus: {count} random pairs per operator, {failures} mismatches")
+    return failures
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--divisors", type=int, default=1 << 16,
+                        help="float16 divisors tried against every dividend (65536: all pairs)")
+    parser.add_argument("--float32", type=int, default=1 << 28, help="random float32 pairs per operator")
+    parser.add_argument("--backend", default=None, help="wgpu-native or dawn (default: GPUOPS_BACKEND, else wgpu-native)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the NumPy reference")
+    args = parser.parse_args()
+    device = gpuops.Device(backend=args.backend)
+    print(f"device: {device.adapter_name}, {device.backend}")
+    step = max(1, (1 << 16) // args.divisors)  # spread out, so a small run still crosses every exponent and sign
+    divisors = ALL_HALVES[::step][:args.divisors].copy()
+    failures = (check_small(device) + check_float32(device, args.float32)
+                + check_float16_binary(device, divisors, args.workers))
+    print("all exact" if failures == 0 else f"{failures} mismatches")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+// Units of narrow.wgsl when input and output have the same width (every operator but IS_NAN / IS_INFINITY on
+// float16, and those on float32 -> uint32): one input chunk per operand gives the output chunk.
+fn unit_results(first: u32, offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
+    let a = load_chunk(OPERAND_A, A_LINEAR, 0u, first, offsets, in_row);
+    var b = vec4<u32>();
+    if (HAS_B) {
+        b = load_chunk(OPERAND_B, B_LINEAR, 0u, first, offsets, in_row);
+    }
+    return vec4<u32>(word_results(a.x, b.x).x, word_results(a.y, b.y).x, word_results(a.z, b.z).x,
+                     word_results(a.w, b.w).x);
+}
