@@ -21,9 +21,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-import gpuops  # noqa: E402
-from gpuops.bench.reference import compare, expected  # noqa: E402
-from gpuops.enums import DataType, IsInfinityMode  # noqa: E402
+import gpuops
+from gpuops.bench.reference import compare, expected
+from gpuops.enums import DataType, IsInfinityMode
 
 ALL_HALVES = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
 BINARY = {"modulus_floor": "ELEMENT_WISE_MODULUS_FLOOR", "modulus_truncate": "ELEMENT_WISE_MODULUS_TRUNCATE"}

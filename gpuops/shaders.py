@@ -36,9 +36,11 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.UINT64: ("uint64.wgsl", ("u64.wgsl",)),
 }
 
-# Output width / input width -> how narrow.wgsl turns a unit's input words into its output chunk.
-UNIT_SHAPES: dict[float, str] = {1: "same_width.wgsl", 0.5: "half_width_out.wgsl", 0.25: "quarter_width_out.wgsl",
-                                 2: "double_width_out.wgsl"}
+# Output width / input width -> (how narrow.wgsl turns a unit's input words into output, the unit's output bytes).
+# A unit is one output chunk, so that a warp's stores are contiguous; for float32 -> uint8 it is one input chunk,
+# so that its loads are (four input chunks per invocation measured slower on an H200).
+UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("half_width_out.wgsl", 16),
+                                             0.25: ("quarter_width_out.wgsl", 4), 2: ("double_width_out.wgsl", 16)}
 
 READ = "read"
 READ_WRITE = "read_write"
@@ -75,9 +77,11 @@ class KernelKey:
 
     @property
     def unit(self) -> int:
-        """Elements per unit of work: one 16-byte chunk of output (so each warp's stores are contiguous), which is
-        one chunk of input too when both types have the same width."""
-        return 16 // self.output_type.size
+        """Elements per unit of work: one 16-byte chunk of output (one word for float32 -> uint8), which is one
+        chunk of input too when both types have the same width (see UNIT_SHAPES)."""
+        if self.wide:
+            return 2
+        return UNIT_SHAPES[self.output_type.size / self.input_type.size][1] // self.output_type.size
 
     @property
     def atomic_output(self) -> bool:
@@ -168,7 +172,7 @@ def shader_files(key: KernelKey) -> list[str]:
     if key.wide:
         files = ["common.wgsl", "wide.wgsl"]
     else:
-        files = ["common.wgsl", "narrow.wgsl", "units/" + UNIT_SHAPES[key.output_type.size / key.input_type.size]]
+        files = ["common.wgsl", "narrow.wgsl", "units/" + UNIT_SHAPES[key.output_type.size / key.input_type.size][0]]
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     files += [f"lib/{name}" for name in libraries]

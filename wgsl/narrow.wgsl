@@ -1,8 +1,8 @@
 // Storage for element types of 8, 16 or 32 bits: u32 words hold 32 / BITS elements each, low lanes first.
 //
-// A unit is the UNIT elements of one 16-byte chunk of output, so that each store of a warp is one contiguous run:
-// stores that leave gaps between invocations cost far more than loads that do (the loads' gaps come from the L1
-// cache). Its input is IN_WORDS words; units/*.wgsl (one file per ratio of the widths, chosen by gpuops/shaders.py)
+// A unit is the UNIT elements of one 16-byte chunk of output (one word for float32 -> uint8), so that each store
+// of a warp is one contiguous run: stores that leave gaps between invocations cost far more than loads that do
+// (the loads' gaps come from the L1 cache). Its input is IN_WORDS words; units/*.wgsl (one file per ratio of the widths, chosen by gpuops/shaders.py)
 // turn them into the unit's four output words. Words are handled with constant swizzles (.x .y .z .w) so no
 // vector is indexed dynamically (that would push it to local memory on some GPUs). A linear operand moves as
 // whole vec4<u32> chunks; a strided one is gathered (or scattered) element by element.
@@ -101,7 +101,11 @@ fn run_full_unit(first: u32) {
     let out = unit_results(first, start.offsets, start.in_row);
     let out_start = contiguous_start(OPERAND_OUT, OUT_LINEAR, first, start.offsets, start.in_row);
     if (out_start != 0xffffffffu) {
-        out_store_chunk(out_start / UNIT, out);
+        if (UNIT == 4u * OUT_PER_WORD) {
+            out_store_chunk(out_start / UNIT, out);
+        } else {
+            out_store_word(out_start / OUT_PER_WORD, out.x);  // a one-word unit (float32 -> uint8)
+        }
     } else {
         scatter_unit(out, first, start.offsets, start.in_row);
     }

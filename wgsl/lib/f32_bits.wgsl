@@ -55,18 +55,18 @@ fn f32_fmod_bits(a: u32, b: u32) -> u32 {
     let mb = f32_bits_significand(ub);
     // |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so
     // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150)  with d = ea - eb >= 0 (because |a| >= |b|).
-    // Bring in the factor 2^d a few bits at a time: r < 2^24, so r << 8 still fits in u32. The first
-    // step starts from the significand itself, so the usual small d costs a single `%`.
-    // d <= 253, so this runs at most 32 times.
+    // Bring in the factor 2^d up to 8 bits at a time: ma < 2^24 and then r < mb < 2^24, so r << 8 still fits in
+    // u32. Every invocation takes the same first step, d = 0 included, so the usual small d costs one `%` for a
+    // whole warp; d <= 253, so this runs at most 32 times.
     var r = f32_bits_significand(ua);
     var d = ea - eb;
-    while (d > 0u && r != 0u) {
+    loop {
         let k = min(d, 8u);
         r = (r << k) % mb;
         d -= k;
-    }
-    if (r >= mb) {
-        r = r % mb;  // d was 0: no step ran
+        if (d == 0u || r == 0u) {
+            break;
+        }
     }
     if (r == 0u) {
         return sign;
