@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import threading
@@ -16,7 +17,7 @@ import wgpu
 from .backends import backend_name, backend_of, load_backend
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, ValidationError
-from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, window_for
+from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, units_own_their_words, window_for
 from .operators import OperatorSpec, spec_of
 from . import shaders
 from .shaders import READ, SEPARATE, SHARED, VIA_OUTPUT, KernelKey, shader_source
@@ -298,6 +299,10 @@ class CompiledOperator:
                 output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size, units_per_invocation=device.units_per_invocation)
+            if key.atomic_output and all(place == SEPARATE for place in placement):
+                # Inputs read through the output's binding keep the atomics: their words may be written around them.
+                owned = units_own_their_words(it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
+                key = dataclasses.replace(key, output_words_owned=owned)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows))
         return tuple(dispatches)
 

@@ -23,6 +23,17 @@ class Iteration:
         return self.strides[operand] == packed_strides(self.sizes)
 
 
+def units_own_their_words(it: Iteration, operand: int, base_element: int, element_size: int, unit: int) -> bool:
+    """No u32 word of the operand holds elements of two different units (runs of `unit` consecutive elements in
+    iteration order), so one invocation may change a word's lanes without atomics. True when every element has a
+    word of its own (all byte strides multiples of 4; elements of an output never overlap), or for one dimension
+    when every unit starts on a word boundary (its elements then end before the next unit's first word)."""
+    strides = it.strides[operand]
+    if all(stride * element_size % 4 == 0 for stride in strides):
+        return True
+    return it.rank == 1 and base_element * element_size % 4 == 0 and unit * strides[0] * element_size % 4 == 0
+
+
 def coalesce(sizes: tuple[int, ...], operand_strides: list[tuple[int, ...]]) -> Iteration:
     """Drop size-1 dimensions, order the rest by the last operand's (the output's) strides, largest first, and
     merge neighbours that every operand walks contiguously (like NumPy's nditer). Element-wise results do not

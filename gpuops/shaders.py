@@ -62,6 +62,7 @@ class KernelKey:
     linear: tuple[bool, ...]  # per operand slot (a, b, out): elements at base + position, word aligned
     input_placement: tuple[str, ...]  # per input: SEPARATE, VIA_OUTPUT or SHARED
     output_chunks: bool = True  # the output's window is whole 16-byte chunks: bind it as vec4<u32>
+    output_words_owned: bool = False  # a strided 8/16-bit output none of whose words holds two units' elements
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
@@ -85,8 +86,9 @@ class KernelKey:
 
     @property
     def atomic_output(self) -> bool:
-        """Sub-word outputs with strides: lanes of one word may be written by different invocations."""
-        return self.output_type.size < 4 and not self.linear[2]
+        """Sub-word outputs with strides: lanes of one word may be written by different invocations. (Where each
+        word belongs to one unit, its invocation changes its lanes with plain reads and writes.)"""
+        return self.output_type.size < 4 and not self.linear[2] and not self.output_words_owned
 
     def bindings(self) -> list[tuple[int, str, str, int]]:
         """(binding, variable, access, operand) of every storage view. Only read-only views of a range are ever

@@ -10,6 +10,7 @@ import wgpu
 
 import gpuops
 from gpuops import Binding, DataType, SignDesc, TensorDesc
+from gpuops.operators import spec_of
 
 from .dml import USAGE, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values
@@ -44,11 +45,11 @@ def test_guaranteed_alignment(device, alignment):
         run_and_check(device, desc, rng, _values(rng), offsets={"input_tensor": 16})
 
 
-OUTPUT_LAYOUTS = {  # sizes, output strides: every element of one word belongs to a different invocation
-    "stride-2": ((40,), (2,)),
+OUTPUT_LAYOUTS = {  # sizes, output strides: the elements of one word are not neighbours in iteration order
+    "stride-2": ((40,), (2,)),  # one dimension: each word belongs to one unit, plain stores
     "stride-3": ((33,), (3,)),
-    "permuted": ((5, 6), (1, 5)),
-    "padded-permuted": ((3, 4, 5), (1, 21, 4)),
+    "permuted": ((5, 6), (1, 5)),  # a packed layout in another order: one linear run
+    "padded-permuted": ((3, 4, 5), (1, 21, 4)),  # a word holds elements of several units: atomics
 }
 
 
@@ -61,6 +62,14 @@ def test_strided_packed_outputs_touch_only_their_elements(device, operator, data
     desc = make_desc(operator, None, data_type, data_type, sizes, {"output_tensor": out_strides})
     for offset in (0, 16, 48):
         run_and_check(device, desc, rng, _values(rng), offsets={"output_tensor": offset})
+    if data_type.size < 4:  # both store kinds are exercised
+        keys = [key for key in device._pipelines if key.shader == spec_of(desc).shader
+                and key.input_type == data_type and not key.linear[2]]
+        assert not any(key.atomic_output for key in keys if key.rank == 1)  # one dimension: plain stores
+        if layout == "padded-permuted":  # three dimensions stay, with words shared between units: atomics
+            assert any(key.atomic_output for key in keys if key.rank == 3)
+        if layout.startswith("stride"):
+            assert any(key.rank == 1 for key in keys)
 
 
 @pytest.mark.parametrize("strided", [False, True], ids=["packed", "strided"])

@@ -89,3 +89,32 @@ def test_float32_modulus_values(device, a_values, b_values):
         with np.errstate(all="ignore"):
             expected = theirs(a, b)
         assert_same_bits(ours(a, b, device=device), expected, a, b)
+
+
+@st.composite
+def output_layouts(draw):
+    """A non-overlapping strided layout (padded and permuted) of 1 to 3 dimensions, its element size and base."""
+    rank = draw(st.integers(1, 3))
+    sizes = tuple(draw(st.lists(st.integers(1, 9), min_size=rank, max_size=rank)))
+    order = draw(st.permutations(range(rank)))
+    strides, step = [0] * rank, draw(st.integers(1, 4))
+    for d in reversed(order):  # innermost first: each stride leaves room for the dimensions inside it
+        strides[d] = step
+        step = step * sizes[d] + draw(st.integers(0, 3))
+    return sizes, tuple(strides), draw(st.sampled_from([1, 2])), draw(st.integers(0, 7)), draw(st.sampled_from([4, 8, 16]))
+
+
+@given(output_layouts())
+def test_units_own_their_words_only_when_they_do(layout):
+    """Host logic behind plain (non-atomic) stores to strided 8/16-bit outputs: whenever it says every word belongs
+    to one unit, check that against every element's word."""
+    from gpuops.layout import coalesce, units_own_their_words
+
+    sizes, strides, element_size, base, unit = layout
+    it = coalesce(sizes, [strides])
+    if not units_own_their_words(it, 0, base, element_size, unit):
+        return
+    owner: dict[int, int] = {}
+    for k, index in enumerate(np.ndindex(*it.sizes)):
+        word = (base + sum(i * s for i, s in zip(index, it.strides[0]))) * element_size // 4
+        assert owner.setdefault(word, k // unit) == k // unit, (it, word)
