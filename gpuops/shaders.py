@@ -24,8 +24,8 @@ UNITS_PER_INVOCATION = 4
 
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
-    DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl",)),
-    DataType.FLOAT16: ("float16.wgsl", ("f16_bits.wgsl",)),
+    DataType.FLOAT32: ("float32.wgsl", ("round.wgsl", "f32_bits.wgsl")),
+    DataType.FLOAT16: ("float16.wgsl", ("round.wgsl", "f16_bits.wgsl")),
     DataType.INT32: ("sint.wgsl", ()),
     DataType.INT16: ("sint.wgsl", ()),
     DataType.INT8: ("sint.wgsl", ()),

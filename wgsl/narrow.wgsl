@@ -2,15 +2,14 @@
 //
 // A unit is the UNIT elements of one 16-byte chunk of output (one word for float32 -> uint8), so that each store
 // of a warp is one contiguous run: stores that leave gaps between invocations cost far more than loads that do
-// (the loads' gaps come from the L1 cache). Its input is IN_WORDS words; units/*.wgsl (one file per ratio of the widths, chosen by gpuops/shaders.py)
-// turn them into the unit's four output words. Words are handled with constant swizzles (.x .y .z .w) so no
-// vector is indexed dynamically (that would push it to local memory on some GPUs). A linear operand moves as
+// (the loads' gaps come from the L1 cache). Its input is UNIT / IN_PER_WORD words; units/*.wgsl (one file per
+// ratio of the widths, chosen by gpuops/shaders.py) turn them into the unit's output words. Words are handled
+// with constant swizzles (.x .y .z .w) so no vector is indexed dynamically (that would push it to local memory on some GPUs). A linear operand moves as
 // whole vec4<u32> chunks; a strided one is gathered (or scattered) element by element.
 
 const IN_PER_WORD: u32 = 32u / IN_BITS;
 const OUT_PER_WORD: u32 = 32u / OUT_BITS;
 const IN_PER_CHUNK: u32 = 4u * IN_PER_WORD;
-const IN_WORDS: u32 = UNIT / IN_PER_WORD;
 const IN_MASK: u32 = 0xffffffffu >> (32u - IN_BITS);
 const OUT_MASK: u32 = 0xffffffffu >> (32u - OUT_BITS);
 
@@ -75,7 +74,7 @@ fn contiguous_start(operand: u32, linear: bool, first: u32, first_offsets: vec3<
     return 0xffffffffu;  // none: gather
 }
 
-// Input chunk `c` of the unit (IN_WORDS >= 4).
+// Input chunk `c` of the unit (units of one input chunk or more).
 fn load_chunk(operand: u32, linear: bool, c: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
     let start = contiguous_start(operand, linear, first, first_offsets, in_row);
     if (start != 0xffffffffu) {

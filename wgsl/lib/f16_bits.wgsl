@@ -63,24 +63,13 @@ fn f16_fmod_bits(a: u32, b: u32) -> u32 {
 }
 
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf), round to nearest, ties to even:
-// f32_sub_magnitudes on 11-bit significands (7 extra low bits, a sticky bit for bits shifted out).
+// as f32_sub_magnitudes, on 11-bit significands.
 fn f16_sub_magnitudes(big: u32, small: u32) -> u32 {
     if (big == F16_INF) {
         return F16_INF;
     }
     let e = f16_bits_exponent(big);
-    let d = e - f16_bits_exponent(small);  // 0..29
-    let small_full = f16_bits_significand(small) << 7u;
-    let lost = small_full & ((1u << d) - 1u);
-    let m_small = (small_full >> d) | select(0u, 1u, lost != 0u);
-    // Leading bit at 17 at most; shift it up to 17, but not below exponent 1.
-    var m = (f16_bits_significand(big) << 7u) - m_small;
-    let shift = min(countLeadingZeros(m) - 14u, e - 1u);
-    m = m << shift;
-    let low = m & 0x7fu;
-    m = m >> 7u;
-    if (low > 0x40u || (low == 0x40u && (m & 1u) != 0u)) {
-        m += 1u;
-    }
-    return f16_bits_pack(e - shift, m);
+    let r = sub_significands(e, e - f16_bits_exponent(small), f16_bits_significand(big), f16_bits_significand(small),
+                             10u);
+    return f16_bits_pack(r.x, r.y);
 }

@@ -78,32 +78,14 @@ fn f32_fmod_bits(a: u32, b: u32) -> u32 {
 }
 
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction,
-// round to nearest, ties to even, subnormals kept. This is the only addition MODULUS_FLOOR needs (a remainder
-// moved into the divisor's sign). As Berkeley SoftFloat does, it works with 7 extra low bits and keeps bits
-// shifted out as a sticky bit in bit 0: bits are lost only when d > 7, and then at most one bit cancels, so the
-// sticky bit decides rounding exactly as the lost bits would have.
+// round to nearest, ties to even, subnormals kept (lib/round.wgsl). This is the only addition MODULUS_FLOOR needs
+// (a remainder moved into the divisor's sign). Below big, so it cannot overflow.
 fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
     if (big == F32_INF) {
         return F32_INF;
     }
     let e = f32_bits_exponent(big);
-    let d = e - f32_bits_exponent(small);  // >= 0
-    let small_full = f32_bits_significand(small) << 7u;
-    var m_small = 1u;
-    if (d < 31u) {
-        let lost = small_full & ((1u << d) - 1u);
-        m_small = (small_full >> d) | select(0u, 1u, lost != 0u);
-    }
-    // > 0 because big > small; no carry out of a subtraction, so only cancellation to normalise: shift the
-    // leading bit up to bit 30, but not below exponent 1 (the result is subnormal).
-    var m = (f32_bits_significand(big) << 7u) - m_small;
-    let shift = min(countLeadingZeros(m) - 1u, e - 1u);
-    m = m << shift;
-    let low = m & 0x7fu;
-    m = m >> 7u;
-    if (low > 0x40u || (low == 0x40u && (m & 1u) != 0u)) {
-        m += 1u;
-    }
-    // Below big, so it cannot overflow.
-    return f32_bits_pack(e - shift, m);
+    let r = sub_significands(e, e - f32_bits_exponent(small), f32_bits_significand(big), f32_bits_significand(small),
+                             23u);
+    return f32_bits_pack(r.x, r.y);
 }
