@@ -4,8 +4,9 @@
 // of a warp is one contiguous run: stores that leave gaps between invocations cost far more than loads that do
 // (the loads' gaps come from the L1 cache). Its input is UNIT / IN_PER_WORD words; units/*.wgsl (one file per
 // ratio of the widths, chosen by gpuops/shaders.py) turn them into the unit's output words. Words are handled
-// with constant swizzles (.x .y .z .w) so no vector is indexed dynamically (that would push it to local memory on some GPUs). A linear operand moves as
-// whole vec4<u32> chunks; a strided one is gathered (or scattered) element by element.
+// with constant swizzles (.x .y .z .w) so no vector is indexed dynamically (that would push it to local memory
+// on some GPUs). A linear operand moves as whole vec4<u32> chunks; a strided one is gathered (or scattered)
+// element by element.
 
 const IN_PER_WORD: u32 = 32u / IN_BITS;
 const OUT_PER_WORD: u32 = 32u / OUT_BITS;
