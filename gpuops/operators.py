@@ -75,6 +75,7 @@ class OperatorSpec:
     shader: str  # file under wgsl/ops/
     # What the shader text depends on besides data types and layout: desc field -> WGSL constant.
     shader_constants: Callable[[object], dict[str, int]] = lambda desc: {}
+    divides: bool = False  # its shader divides (elem_fmod): see KernelKey.divider
 
     @property
     def tensor_fields(self) -> tuple[str, ...]:
@@ -95,10 +96,10 @@ OPERATORS: tuple[OperatorSpec, ...] = (
                  lambda desc: {"INFINITY_MODE": int(desc.infinity_mode)}),
     OperatorSpec("ELEMENT_WISE_MODULUS_TRUNCATE", 101, FeatureLevel.LEVEL_2_1, ModulusTruncateDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus_truncate.wgsl"),
+                 "modulus_truncate.wgsl", divides=True),
     OperatorSpec("ELEMENT_WISE_MODULUS_FLOOR", 102, FeatureLevel.LEVEL_2_1, ModulusFloorDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus_floor.wgsl"),
+                 "modulus_floor.wgsl", divides=True),
 )
 
 _BY_DESC_TYPE = {spec.desc_type: spec for spec in OPERATORS}

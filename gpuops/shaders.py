@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .enums import DataType
+from .operators import OPERATORS
 
 # wgsl/ beside the package in a source checkout; gpuops/wgsl/ in an installed wheel (see pyproject.toml).
 _HERE = Path(__file__).resolve().parent
@@ -24,8 +25,8 @@ UNITS_PER_INVOCATION = 4
 
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
-    DataType.FLOAT32: ("float32.wgsl", ("round.wgsl", "f32_bits.wgsl")),
-    DataType.FLOAT16: ("float16.wgsl", ("round.wgsl", "f16_bits.wgsl")),
+    DataType.FLOAT32: ("float32.wgsl", ("round.wgsl", "f32_bits.wgsl", "float_lanes.wgsl")),
+    DataType.FLOAT16: ("float16.wgsl", ("round.wgsl", "f16_bits.wgsl", "float_lanes.wgsl")),
     DataType.INT32: ("sint.wgsl", ()),
     DataType.INT16: ("sint.wgsl", ()),
     DataType.INT8: ("sint.wgsl", ()),
@@ -41,6 +42,9 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
 # so that its loads are (four input chunks per invocation measured slower on an H200).
 UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("half_width_out.wgsl", 16),
                                              0.25: ("quarter_width_out.wgsl", 4), 2: ("double_width_out.wgsl", 16)}
+
+# Shaders that divide integer magnitudes (dtype/sint.wgsl, dtype/uint.wgsl call magnitude_rem).
+DIVIDING_SHADERS = frozenset(spec.shader for spec in OPERATORS if spec.divides)
 
 READ = "read"
 READ_WRITE = "read_write"
@@ -89,6 +93,15 @@ class KernelKey:
         """Sub-word outputs with strides: lanes of one word may be written by different invocations. (Where each
         word belongs to one unit, its invocation changes its lanes with plain reads and writes.)"""
         return self.output_type.size < 4 and not self.linear[2] and not self.output_words_owned
+
+    @property
+    def divider(self) -> str:
+        """The file in wgsl/lib/ that defines magnitude_rem and prepare_workgroup: 8-bit division by a table of
+        reciprocals in workgroup memory, filled once per workgroup; any other kernel uses `%` and no workgroup
+        memory (zero-initialising it would cost every workgroup)."""
+        if self.input_type.size == 1 and self.shader in DIVIDING_SHADERS:
+            return "divide_by_reciprocals.wgsl"
+        return "divide_plain.wgsl"
 
     def bindings(self) -> list[tuple[int, str, str, int]]:
         """(binding, variable, access, operand) of every storage view. Only read-only views of a range are ever
@@ -177,7 +190,7 @@ def shader_files(key: KernelKey) -> list[str]:
         files = ["common.wgsl", "narrow.wgsl", "units/" + UNIT_SHAPES[key.output_type.size / key.input_type.size][0]]
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
-    files += [f"lib/{name}" for name in libraries]
+    files += [f"lib/{name}" for name in libraries + (key.divider,)]
     files += [f"dtype/{family}", f"ops/{key.shader}"]
     return files
 

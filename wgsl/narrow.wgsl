@@ -14,6 +14,33 @@ const IN_PER_CHUNK: u32 = 4u * IN_PER_WORD;
 const IN_MASK: u32 = 0xffffffffu >> (32u - IN_BITS);
 const OUT_MASK: u32 = 0xffffffffu >> (32u - OUT_BITS);
 
+// Lanes: the IN_PER_WORD elements of one input word. A lane predicate of dtype/*.wgsl gives 1 in the lowest bit
+// of each lane where it holds and 0 elsewhere, so flags combine with & | ^ and lanes_put turns them into values.
+const LANE_ONES: u32 = 0xffffffffu / IN_MASK;  // 0x01010101, 0x00010001 or 1
+const LANE_HIGH: u32 = LANE_ONES << (IN_BITS - 1u);
+const LANE_LOW: u32 = ~LANE_HIGH;
+
+// `value` (below 2^IN_BITS) in each flagged lane: a lane's flag times the value cannot carry into the next lane.
+fn lanes_put(flags: u32, value: u32) -> u32 {
+    return flags * value;
+}
+
+// 1 in each lane that is all zeros. (x & LANE_LOW) + LANE_LOW sets a lane's high bit exactly when one of its low
+// bits is set, and never carries out of the lane.
+fn lanes_zero(x: u32) -> u32 {
+    return (~(((x & LANE_LOW) + LANE_LOW) | x) & LANE_HIGH) >> (IN_BITS - 1u);
+}
+
+// 1 in each lane whose bits below the high one, as a number, exceed the same lane of `limit` (high bits clear).
+fn lanes_low_bits_above(x: u32, limit: u32) -> u32 {
+    return (((x & LANE_LOW) + (LANE_LOW - limit)) & LANE_HIGH) >> (IN_BITS - 1u);
+}
+
+// 1 in each lane whose high bit (a sign bit) is set.
+fn lanes_high_bit(x: u32) -> u32 {
+    return (x >> (IN_BITS - 1u)) & LANE_ONES;
+}
+
 fn load_element(operand: u32, offset: u32) -> InElem {
     return (in_word(operand, offset / IN_PER_WORD) >> ((offset % IN_PER_WORD) * IN_BITS)) & IN_MASK;
 }
@@ -27,29 +54,39 @@ fn store_element(offset: u32, value: OutElem) {
     }
 }
 
+// One element of a two-input operator, from lane `lane` of the input words.
 fn lane_result(a: u32, b: u32, lane: u32) -> u32 {
     return compute((a >> (lane * IN_BITS)) & IN_MASK, (b >> (lane * IN_BITS)) & IN_MASK) & OUT_MASK;
 }
 
+// A one-input operator's results, one per input lane (each fits in OUT_BITS), as output words.
+fn lanes_to_output(lanes: u32) -> vec2<u32> {
+    if (IN_BITS == 16u && OUT_BITS == 8u) {
+        return vec2<u32>((lanes | (lanes >> 8u)) & 0xffffu, 0u);  // float16 -> uint8
+    }
+    if (IN_BITS == 16u && OUT_BITS == 32u) {
+        return vec2<u32>(lanes & 0xffffu, lanes >> 16u);  // float16 -> uint32: two words
+    }
+    return vec2<u32>(lanes, 0u);  // the same width, or one 32-bit lane
+}
+
 // The results of the elements of one input word, packed at OUT_BITS each: 8, 16, 32 or 64 bits.
-// The lanes are written out rather than looped over: some shader translators leave such loops rolled, and the
-// per-lane work then costs more than the memory traffic. Each branch folds away for the other widths; the `% 32u`
-// keeps shift amounts valid in the branches that do not apply.
+// One-input operators work on every lane of the word at once (see unary.wgsl). Two-input operators (whose output
+// has the input's width) take the lanes one by one; they are written out rather than looped over, because some
+// shader translators leave such loops rolled and the per-lane work then costs more than the memory traffic. Each
+// branch folds away for the other widths; the `% 32u` keeps shift amounts valid where a branch does not apply.
 fn word_results(a: u32, b: u32) -> vec2<u32> {
-    var packed = vec2<u32>(lane_result(a, b, 0u), 0u);
-    if (IN_PER_WORD == 2u) {
-        let second = lane_result(a, b, 1u);
-        if (OUT_BITS == 32u) {
-            packed.y = second;  // float16 -> uint32: two words
-        } else {
-            packed.x |= second << (OUT_BITS % 32u);
-        }
+    if (!HAS_B) {
+        return lanes_to_output(compute(a, b));
     }
-    if (IN_PER_WORD == 4u) {  // 8-bit in, 8-bit out
-        packed.x |= (lane_result(a, b, 1u) << (OUT_BITS % 32u)) | (lane_result(a, b, 2u) << ((2u * OUT_BITS) % 32u))
-            | (lane_result(a, b, 3u) << ((3u * OUT_BITS) % 32u));
+    var packed = lane_result(a, b, 0u);
+    if (IN_PER_WORD >= 2u) {
+        packed |= lane_result(a, b, 1u) << (IN_BITS % 32u);
     }
-    return packed;
+    if (IN_PER_WORD == 4u) {
+        packed |= (lane_result(a, b, 2u) << ((2u * IN_BITS) % 32u)) | (lane_result(a, b, 3u) << ((3u * IN_BITS) % 32u));
+    }
+    return vec2<u32>(packed, 0u);
 }
 
 // `count` elements of a strided operand's unit from its element `start` (a multiple of IN_PER_CHUNK), gathered

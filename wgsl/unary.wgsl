@@ -1,4 +1,6 @@
-// Adapter for one-input operators: ops/<name>.wgsl defines fn op(x: InElem) -> OutElem.
+// Adapter for one-input operators: ops/<name>.wgsl defines fn op(x: InElem) -> OutElem over lanes: x holds one
+// input word (every element of it, one per lane; a 64-bit element is one lane), and the result has each lane's
+// result in that lane. A lane of zeros gives zero: the element paths pass one element with the other lanes zero.
 // (The prelude defines in_chunk / in_word: where each input lives.)
 const HAS_B: bool = false;
 

@@ -4,13 +4,10 @@
 const ELEM_ZERO: u32 = 0u;
 const ELEM_ONE: u32 = 0x3c00u;
 const ELEM_MINUS_ONE: u32 = 0xbc00u;
+const EXPONENT_LANES: u32 = 0x7c007c00u;  // lanes: see lib/float_lanes.wgsl
 
 fn elem_is_nan(x: u32) -> bool {
     return (x & 0x7fffu) > 0x7c00u;
-}
-
-fn elem_is_inf(x: u32) -> bool {
-    return (x & 0x7fffu) == 0x7c00u;
 }
 
 fn elem_is_zero(x: u32) -> bool {

@@ -3,11 +3,19 @@ const ELEM_ZERO: u32 = 0u;
 const ELEM_ONE: u32 = 1u;
 const ELEM_MINUS_ONE: u32 = IN_MASK;  // never produced: no unsigned value is negative
 
-fn elem_is_nan(x: u32) -> bool {
-    return false;
+fn lanes_is_zero(x: u32) -> u32 {
+    return lanes_zero(x);
 }
 
-fn elem_is_inf(x: u32) -> bool {
+fn lanes_is_negative(x: u32) -> u32 {
+    return 0u;
+}
+
+fn lanes_is_nan(x: u32) -> u32 {
+    return 0u;
+}
+
+fn elem_is_nan(x: u32) -> bool {
     return false;
 }
 
@@ -23,7 +31,7 @@ fn elem_fmod(a: u32, b: u32) -> u32 {
     if (b == 0u) {
         return 0u;  // gpuops decision, as NumPy: x % 0 == 0
     }
-    return a % b;
+    return magnitude_rem(a, b);
 }
 
 fn elem_add_opposite(r: u32, b: u32) -> u32 {

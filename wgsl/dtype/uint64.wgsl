@@ -3,11 +3,19 @@ const ELEM_ZERO: vec2<u32> = vec2<u32>(0u, 0u);
 const ELEM_ONE: vec2<u32> = vec2<u32>(1u, 0u);
 const ELEM_MINUS_ONE: vec2<u32> = vec2<u32>(0xffffffffu, 0xffffffffu);  // never produced
 
-fn elem_is_nan(x: vec2<u32>) -> bool {
-    return false;
+fn lanes_is_zero(x: vec2<u32>) -> vec2<u32> {
+    return vec2<u32>(select(0u, 1u, u64_is_zero(x)), 0u);
 }
 
-fn elem_is_inf(x: vec2<u32>) -> bool {
+fn lanes_is_negative(x: vec2<u32>) -> vec2<u32> {
+    return vec2<u32>();
+}
+
+fn lanes_is_nan(x: vec2<u32>) -> vec2<u32> {
+    return vec2<u32>();
+}
+
+fn elem_is_nan(x: vec2<u32>) -> bool {
     return false;
 }
 
