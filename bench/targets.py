@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import platform
 import statistics
 import sys
@@ -145,6 +146,8 @@ def label(row: dict) -> str:
 
 def measure(args) -> dict:
     device = gpuops.Device()
+    if args.units_per_invocation:
+        device.units_per_invocation = args.units_per_invocation
     runner = Runner(device, args.iterations, args.repeats)
     n = args.elements
     side = int(n ** 0.5)
@@ -164,6 +167,10 @@ def measure(args) -> dict:
     print(f"WGSL copy {result['wgsl_copy_gbps']:.0f} GB/s, torch copy {result['torch_copy'].get('gbps', 0):.0f} GB/s",
           flush=True)
 
+    def wanted(operator: str, mode, in_type: DataType, out_type: DataType) -> bool:
+        name = label({"operator": operator, "mode": mode, "dtype": in_type.name, "out_dtype": out_type.name})
+        return args.match is None or re.search(args.match, name) is not None
+
     def record(section: str, row: dict, compare: bool = True):
         inputs = row.pop("_inputs")
         if compare and row["exact"]:
@@ -180,12 +187,14 @@ def measure(args) -> dict:
     if "contiguous" in args.only:
         for operator, mode in OPS:
             for in_type, out_type in type_pairs(operator):
-                record("contiguous", runner.run(operator, mode, in_type, out_type, (n,)))
+                if wanted(operator, mode, in_type, out_type):
+                    record("contiguous", runner.run(operator, mode, in_type, out_type, (n,)))
     square = (side, side)
     for operator, mode in (OPS[:2] + OPS[5:]) if "layouts" in args.only else []:
         spec = spec_by_name(operator)
         for in_type, out_type in type_pairs(operator):
-            if in_type not in LAYOUT_TYPES or (operator == "ELEMENT_WISE_IS_NAN" and out_type != DataType.UINT8):
+            if in_type not in LAYOUT_TYPES or (operator == "ELEMENT_WISE_IS_NAN" and out_type != DataType.UINT8) \
+                    or not wanted(operator, mode, in_type, out_type):
                 continue
             broadcast = spec.inputs[-1]
             record("packed-2d", runner.run(operator, mode, in_type, out_type, square), compare=False)
@@ -333,6 +342,8 @@ def main(argv=None) -> int:
     parser.add_argument("--elements", type=int, default=1 << 26)
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=1, help="passes per timed span (Dawn: 40)")
+    parser.add_argument("--match", help="measure only the rows whose label (as 'sign int8') matches this regex")
+    parser.add_argument("--units-per-invocation", type=int, help="tuning experiments: override the kernels' value")
     parser.add_argument("--only", nargs="+", default=["contiguous", "layouts", "host"],
                         choices=["contiguous", "layouts", "host"], help="sections to measure")
     args = parser.parse_args(argv)
