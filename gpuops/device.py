@@ -98,7 +98,7 @@ class Device:
         self.max_workgroups_per_dimension = self.limits["max-compute-workgroups-per-dimension"]
         # Kernel shape (part of every KernelKey): benchmarks and tests may change them on their own Device.
         self.workgroup_size = shaders.WORKGROUP_SIZE
-        self.units_per_invocation = shaders.UNITS_PER_INVOCATION
+        self.units_per_invocation: int | None = None  # None: shaders.tuned_units_per_invocation
         # Every wgpu call made for this Device happens under this lock: some WebGPU bindings (Dawn's) crash when
         # one device is used from several threads at once.
         self._lock = threading.RLock()
@@ -298,7 +298,9 @@ class CompiledOperator:
                 rank=it.rank, linear=tuple(linear), input_placement=tuple(placement),
                 output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
-                workgroup_size=device.workgroup_size, units_per_invocation=device.units_per_invocation)
+                workgroup_size=device.workgroup_size)
+            key = dataclasses.replace(key, units_per_invocation=device.units_per_invocation
+                                      or shaders.tuned_units_per_invocation(key))
             if key.atomic_output and all(place == SEPARATE for place in placement):
                 # Inputs read through the output's binding keep the atomics: their words may be written around them.
                 owned = units_own_their_words(it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
@@ -378,10 +380,11 @@ def _dispatch_all(compute_pass, dispatches: tuple[_Dispatch, ...]) -> None:
 
 
 def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
-    """A 2-D grid of at least `groups` workgroups (the kernel skips the surplus)."""
-    if groups <= per_dimension:
-        return (groups, 1, 1)
-    return (per_dimension, -(-groups // per_dimension), 1)
+    """A grid of at least `groups` workgroups, 2-D where one dimension cannot hold them, with fewer than one row of
+    surplus (the kernel skips it). (A full first row (65535, 2) for 65536 groups launched twice the work's
+    workgroups and cost an H200 a fifth of its float32 bandwidth.)"""
+    rows = -(-groups // per_dimension)
+    return (-(-groups // rows), rows, 1)
 
 
 def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_count: int, unit: int) -> bytes:

@@ -21,7 +21,7 @@ WGSL_DIR = next((p for p in (_HERE / "wgsl", _HERE.parent / "wgsl") if (p / "com
                 _HERE.parent / "wgsl")
 
 WORKGROUP_SIZE = 256
-UNITS_PER_INVOCATION = 4
+UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
 
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
@@ -121,6 +121,17 @@ class KernelKey:
         """The output's one binding: 16-byte chunks when possible, else u32 words (atomic for strided 8/16-bit
         outputs)."""
         return "out_chunks" if self.output_chunks and not self.atomic_output else "out_words"
+
+
+def tuned_units_per_invocation(key: KernelKey) -> int:
+    """Units each invocation runs, as measured on an H200 (docs/performance.md): one for a linear kernel whose unit
+    stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%); four where
+    an invocation has work to amortise over its units: a strided unit's coordinates, the 8-bit division table's
+    fill (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit."""
+    chunk_units = key.wide or key.unit * key.output_type.size == 16
+    if all(key.linear) and chunk_units and key.divider == "divide_plain.wgsl":
+        return 1
+    return UNITS_PER_INVOCATION
 
 
 def _bits(data_type: DataType) -> int:

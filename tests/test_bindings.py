@@ -7,9 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 import wgpu
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import gpuops
 from gpuops import Binding, DataType, SignDesc, TensorDesc
+from gpuops.device import _grid
 from gpuops.operators import spec_of
 
 from .dml import USAGE, make_desc, run_and_check
@@ -198,6 +201,14 @@ def test_more_than_65535_workgroups(device):
     assert_same_bits(gpuops.sign(x, device=small_groups), np.sign(x))
     dispatches = next(iter(small_groups._plans.values()))
     assert dispatches[0].grid[1] > 1
+
+
+@given(st.integers(1, 2**32), st.integers(1, 65535))
+def test_grid_covers_the_workgroups_with_less_than_a_row_to_spare(groups, per_dimension):
+    assume(groups <= per_dimension**2)  # a binding is at most 2^31 bytes: the planner never asks for more
+    x, y, z = _grid(groups, per_dimension)
+    assert max(x, y) <= per_dimension and z == 1
+    assert groups <= x * y < groups + y
 
 
 def test_lowered_workgroup_limit_uses_the_second_dimension(device):
