@@ -16,22 +16,18 @@ const OUT_MASK: u32 = 0xffffffffu >> (32u - OUT_BITS);
 
 // Lanes: the IN_PER_WORD elements of one input word. A lane predicate of dtype/*.wgsl gives 1 in the lowest bit
 // of each lane where it holds and 0 elsewhere, so flags combine with & | ^ and lanes_put turns them into values.
+const LANES: u32 = IN_PER_WORD;  // (wide.wgsl: 1)
 const LANE_ONES: u32 = 0xffffffffu / IN_MASK;  // 0x01010101, 0x00010001 or 1
 const LANE_HIGH: u32 = LANE_ONES << (IN_BITS - 1u);
 const LANE_LOW: u32 = ~LANE_HIGH;
 
-// Each helper has a one-lane form (32-bit types), a comparison or select, which costs fewer instructions where the
-// kernel is bound by them (broadcast float32 SIGN on an H200: see docs/performance.md).
-
 // `value` (below 2^IN_BITS) in each flagged lane: a lane's flag times the value cannot carry into the next lane.
 fn lanes_put(flags: u32, value: u32) -> u32 {
-    if (IN_PER_WORD == 1u) {
-        // Not select(0u, value, flags != 0u): wgpu-native 0.32 on lavapipe gave 0x80000000 for
-        // select(0u, 0xbf800000u, false) (seen, cause not isolated).
-        return value & (0u - flags);
-    }
     return flags * value;
 }
+
+// The predicates below have a one-lane form (32-bit types): a comparison costs fewer instructions than the lane
+// arithmetic.
 
 // 1 in each lane that is all zeros. (x & LANE_LOW) + LANE_LOW sets a lane's high bit exactly when one of its low
 // bits is set, and never carries out of the lane.

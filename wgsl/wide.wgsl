@@ -2,6 +2,7 @@
 // Every operand of the 64-bit kernels (SIGN, MODULUS_*) has the same type, and a unit is one chunk.
 
 // An element is one lane (see narrow.wgsl): a lane predicate gives (1, 0) where it holds.
+const LANES: u32 = 1u;
 const LANE_ONES: vec2<u32> = vec2<u32>(1u, 0u);
 
 fn lanes_put(flags: vec2<u32>, value: vec2<u32>) -> vec2<u32> {
