@@ -299,12 +299,11 @@ class CompiledOperator:
                 output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size)
-            key = dataclasses.replace(key, units_per_invocation=device.units_per_invocation
+            # Inputs read through the output's binding keep the atomics: their words may be written around them.
+            owned = key.atomic_output and all(place == SEPARATE for place in placement) and units_own_their_words(
+                it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
+            key = dataclasses.replace(key, output_words_owned=owned, units_per_invocation=device.units_per_invocation
                                       or shaders.tuned_units_per_invocation(key))
-            if key.atomic_output and all(place == SEPARATE for place in placement):
-                # Inputs read through the output's binding keep the atomics: their words may be written around them.
-                owned = units_own_their_words(it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
-                key = dataclasses.replace(key, output_words_owned=owned)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows))
         return tuple(dispatches)
 

@@ -95,13 +95,15 @@ class KernelKey:
         return self.output_type.size < 4 and not self.linear[2] and not self.output_words_owned
 
     @property
+    def reciprocal_table(self) -> bool:
+        """8-bit division by a table of reciprocals in workgroup memory, filled once per workgroup. Other kernels
+        divide with `%` and have no workgroup memory (zero-initialising it would cost every workgroup)."""
+        return self.input_type.size == 1 and self.shader in DIVIDING_SHADERS
+
+    @property
     def divider(self) -> str:
-        """The file in wgsl/lib/ that defines magnitude_rem and prepare_workgroup: 8-bit division by a table of
-        reciprocals in workgroup memory, filled once per workgroup; any other kernel uses `%` and no workgroup
-        memory (zero-initialising it would cost every workgroup)."""
-        if self.input_type.size == 1 and self.shader in DIVIDING_SHADERS:
-            return "divide_by_reciprocals.wgsl"
-        return "divide_plain.wgsl"
+        """The file in wgsl/lib/ that defines magnitude_rem and prepare_workgroup."""
+        return "divide_by_reciprocals.wgsl" if self.reciprocal_table else "divide_plain.wgsl"
 
     def bindings(self) -> list[tuple[int, str, str, int]]:
         """(binding, variable, access, operand) of every storage view. Only read-only views of a range are ever
@@ -128,8 +130,8 @@ def tuned_units_per_invocation(key: KernelKey) -> int:
     stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%); four where
     an invocation has work to amortise over its units: a strided unit's coordinates, the 8-bit division table's
     fill (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit."""
-    chunk_units = key.wide or key.unit * key.output_type.size == 16
-    if all(key.linear) and chunk_units and key.divider == "divide_plain.wgsl":
+    chunk_units = key.unit * key.output_type.size == 16
+    if all(key.linear) and chunk_units and not key.reciprocal_table:
         return 1
     return UNITS_PER_INVOCATION
 
@@ -162,7 +164,6 @@ def prelude(key: KernelKey) -> str:
             array = "array<vec4<u32>>"
         else:
             array = "array<atomic<u32>>" if name == "out_words" and key.atomic_output else "array<u32>"
-
         lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: {array};")
     lines += _input_accessors(key)
     return "\n".join(lines) + "\n"

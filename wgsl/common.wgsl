@@ -108,8 +108,8 @@ fn run_unit(unit: u32) {
 fn main(@builtin(workgroup_id) group: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
-    // A 2-D grid, because one dimension holds at most 65535 workgroups.
     prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
+    // A 2-D grid, because one dimension holds at most 65535 workgroups.
     let block = group.y * groups.x + group.x;
     let first_unit = block * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
     // Consecutive invocations take consecutive units, so every memory access of a warp is coalesced.

@@ -32,7 +32,7 @@ fn lanes_put(flags: u32, value: u32) -> u32 {
 // 1 in each lane that is all zeros. (x & LANE_LOW) + LANE_LOW sets a lane's high bit exactly when one of its low
 // bits is set, and never carries out of the lane.
 fn lanes_zero(x: u32) -> u32 {
-    if (IN_PER_WORD == 1u) {
+    if (LANES == 1u) {
         return select(0u, 1u, x == 0u);
     }
     return (~(((x & LANE_LOW) + LANE_LOW) | x) & LANE_HIGH) >> (IN_BITS - 1u);
@@ -40,7 +40,7 @@ fn lanes_zero(x: u32) -> u32 {
 
 // 1 in each lane whose bits below the high one, as a number, exceed the same lane of `limit` (high bits clear).
 fn lanes_low_bits_above(x: u32, limit: u32) -> u32 {
-    if (IN_PER_WORD == 1u) {
+    if (LANES == 1u) {
         return select(0u, 1u, (x & LANE_LOW) > limit);
     }
     return (((x & LANE_LOW) + (LANE_LOW - limit)) & LANE_HIGH) >> (IN_BITS - 1u);
@@ -110,6 +110,8 @@ fn gather_words(operand: u32, start: u32, count: u32, first: u32, first_offsets:
     return words;
 }
 
+const NO_START: u32 = 0xffffffffu;  // contiguous_start's answer for a unit that must be gathered or scattered
+
 // Element offset of the unit's first element in the operand's binding when the unit's input is contiguous and
 // aligned to its size (always for a linear operand; a strided operand's unit may still lie in one row).
 fn contiguous_start(operand: u32, linear: bool, first: u32, first_offsets: vec3<u32>, in_row: bool) -> u32 {
@@ -119,13 +121,13 @@ fn contiguous_start(operand: u32, linear: bool, first: u32, first_offsets: vec3<
     if (unit_is_chunk(operand, first_offsets, in_row)) {
         return first_offsets[operand];
     }
-    return 0xffffffffu;  // none: gather
+    return NO_START;
 }
 
 // Input chunk `c` of the unit (units of one input chunk or more).
 fn load_chunk(operand: u32, linear: bool, c: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
     let start = contiguous_start(operand, linear, first, first_offsets, in_row);
-    if (start != 0xffffffffu) {
+    if (start != NO_START) {
         return in_chunk(operand, start / IN_PER_CHUNK + c);
     }
     return gather_words(operand, c * IN_PER_CHUNK, IN_PER_CHUNK, first, first_offsets, in_row);
@@ -147,7 +149,7 @@ fn run_full_unit(first: u32) {
     let start = unit_start(first);
     let out = unit_results(first, start.offsets, start.in_row);
     let out_start = contiguous_start(OPERAND_OUT, OUT_LINEAR, first, start.offsets, start.in_row);
-    if (out_start != 0xffffffffu) {
+    if (out_start != NO_START) {
         if (UNIT == 4u * OUT_PER_WORD) {
             out_store_chunk(out_start / UNIT, out);
         } else {
