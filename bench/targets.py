@@ -121,9 +121,8 @@ class Runner:
         row["_inputs"] = logical  # for the torch comparison on the same data (dropped before saving)
         return row
 
-    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType,
-              transpose: bool = False) -> dict:
-        return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.iterations, 2, transpose)
+    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType, **layout: bool) -> dict:
+        return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.iterations, 2, **layout)
 
 
 def _distinct(tensor: TensorDesc) -> int:
@@ -178,7 +177,8 @@ def measure(args) -> dict:
             # torch on the same data: contiguous, or the same transposed view (x.T's memory is x.T.T)
             row["torch"] = runner.torch(row["operator"], row["mode"],
                                         [np.ascontiguousarray(x.T if transposed else x) for x in inputs],
-                                        DataType[row["out_dtype"]], transpose=transposed)
+                                        DataType[row["out_dtype"]], transpose=transposed,
+                                        broadcast=section == "broadcast", strided_out=section == "strided-out")
         result.setdefault(section, []).append(row)
         torch_gbps = row.get("torch", {}).get("gbps")
         print(f"{section:12s} {label(row):40s} exact={row['exact']} {row.get('gbps') or 0:7.0f} GB/s"
@@ -198,15 +198,14 @@ def measure(args) -> dict:
                 continue
             broadcast = spec.inputs[-1]
             record("packed-2d", runner.run(operator, mode, in_type, out_type, square), compare=False)
-            record("broadcast", runner.run(operator, mode, in_type, out_type, square, {broadcast: (0, 1)}),
-                   compare=False)
+            record("broadcast", runner.run(operator, mode, in_type, out_type, square, {broadcast: (0, 1)}))
             transposed = {name: (1, side) for name in spec.inputs}
             record("transposed", runner.run(operator, mode, in_type, out_type, square, transposed))
             record("transposed-k", runner.run(operator, mode, in_type, out_type, square,
                                                {**transposed, spec.output: (1, side)}), compare=False)
             if out_type.size < 4:
                 record("strided-out", runner.run(operator, mode, in_type, out_type, (n // 2,),
-                                                 {spec.output: (2,)}), compare=False)
+                                                 {spec.output: (2,)}))
     if "host" in args.only:
         result["host"] = host_side(device, runner)
     return result
@@ -313,7 +312,11 @@ def render(paths: list[str]) -> str:
             for name, base in packed.items():
                 def cell(sec):
                     row = by[sec].get(name)
-                    return f"{row['gbps']:.0f} ({_pct(row['gbps'], base)})" if row else "-"
+                    if not row:
+                        return "-"
+                    torch_gbps = (row.get("torch") or {}).get("gbps") if sec in ("broadcast", "strided-out") else None
+                    theirs = f"; PyTorch {torch_gbps:.0f} ({_pct(torch_gbps, base)})" if torch_gbps else ""
+                    return f"{row['gbps']:.0f} ({_pct(row['gbps'], base)}){theirs}"
                 torch_t = (by["transposed"].get(name, {}).get("torch") or {}).get("gbps")
                 out.append(f"| {name} | {base:.0f} | {cell('broadcast')} | {cell('transposed-k')} | "
                            f"{cell('transposed')} | {f'{torch_t:.0f}' if torch_t else 'n/a'} | {cell('strided-out')} |")

@@ -1,4 +1,6 @@
-// Adapter for two-input operators: ops/<name>.wgsl defines fn op(a: InElem, b: InElem) -> OutElem.
+// Adapter for two-input operators: ops/<name>.wgsl defines fn op(a: InElem, b: InElem) -> OutElem over lanes, as
+// one-input operators do (unary.wgsl): a and b hold one input word each, and the result has each lane's result in
+// that lane. The element paths pass one element in the lowest lane and keep only that lane of the result.
 // (The prelude defines in_chunk / in_word: where each input lives.)
 const HAS_B: bool = true;
 

@@ -51,6 +51,28 @@ fn lanes_high_bit(x: u32) -> u32 {
     return (x >> (IN_BITS - 1u)) & LANE_ONES;
 }
 
+// All ones in each flagged lane (flags: 1 in a lane's lowest bit), zeros elsewhere: a mask for & and ^.
+fn lanes_fill(flags: u32) -> u32 {
+    return flags * IN_MASK;
+}
+
+// magnitude_rem (lib/divide_*.wgsl) lane by lane, for integer lanes of magnitudes a and b. A lane whose divisor
+// is zero gives a value below 2^IN_BITS that the caller masks. Written out rather than looped over, as
+// word_results once was: some shader translators leave such loops rolled, and the per-lane work then costs more
+// than the memory traffic. Each branch folds away for the other widths; the `% 32u` keeps shift amounts valid
+// where a branch does not apply.
+fn lanes_magnitude_rem(a: u32, b: u32) -> u32 {
+    var r = magnitude_rem(a & IN_MASK, b & IN_MASK);
+    if (LANES >= 2u) {
+        let s = IN_BITS % 32u;
+        r |= magnitude_rem((a >> s) & IN_MASK, (b >> s) & IN_MASK) << s;
+    }
+    if (LANES == 4u) {
+        r |= (magnitude_rem((a >> 16u) & IN_MASK, (b >> 16u) & IN_MASK) << 16u) | (magnitude_rem(a >> 24u, b >> 24u) << 24u);
+    }
+    return r;
+}
+
 fn load_element(operand: u32, offset: u32) -> InElem {
     return (in_word(operand, offset / IN_PER_WORD) >> ((offset % IN_PER_WORD) * IN_BITS)) & IN_MASK;
 }
@@ -64,11 +86,6 @@ fn store_element(offset: u32, value: OutElem) {
     }
 }
 
-// One element of a two-input operator, from lane `lane` of the input words.
-fn lane_result(a: u32, b: u32, lane: u32) -> u32 {
-    return compute((a >> (lane * IN_BITS)) & IN_MASK, (b >> (lane * IN_BITS)) & IN_MASK) & OUT_MASK;
-}
-
 // A one-input operator's results, one per input lane (each fits in OUT_BITS), as output words.
 fn lanes_to_output(lanes: u32) -> vec2<u32> {
     if (IN_BITS == 16u && OUT_BITS == 8u) {
@@ -80,23 +97,10 @@ fn lanes_to_output(lanes: u32) -> vec2<u32> {
     return vec2<u32>(lanes, 0u);  // the same width, or one 32-bit lane
 }
 
-// The results of the elements of one input word, packed at OUT_BITS each: 8, 16, 32 or 64 bits.
-// One-input operators work on every lane of the word at once (see unary.wgsl). Two-input operators (whose output
-// has the input's width) take the lanes one by one; they are written out rather than looped over, because some
-// shader translators leave such loops rolled and the per-lane work then costs more than the memory traffic. Each
-// branch folds away for the other widths; the `% 32u` keeps shift amounts valid where a branch does not apply.
+// The results of the elements of one input word, packed at OUT_BITS each: 8, 16, 32 or 64 bits. Every operator
+// works on all lanes of the word at once (see unary.wgsl and binary.wgsl).
 fn word_results(a: u32, b: u32) -> vec2<u32> {
-    if (!HAS_B) {
-        return lanes_to_output(compute(a, b));
-    }
-    var packed = lane_result(a, b, 0u);
-    if (IN_PER_WORD >= 2u) {
-        packed |= lane_result(a, b, 1u) << (IN_BITS % 32u);
-    }
-    if (IN_PER_WORD == 4u) {
-        packed |= (lane_result(a, b, 2u) << ((2u * IN_BITS) % 32u)) | (lane_result(a, b, 3u) << ((3u * IN_BITS) % 32u));
-    }
-    return vec2<u32>(packed, 0u);
+    return lanes_to_output(compute(a, b));
 }
 
 // `count` elements of a strided operand's unit from its element `start` (a multiple of IN_PER_CHUNK), gathered

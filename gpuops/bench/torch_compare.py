@@ -17,10 +17,11 @@ def torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
-def _function(torch, operator: str, mode: int | None):
+def _function(torch, operator: str, mode: int | None, out_given: bool = False):
     return {
         "ELEMENT_WISE_SIGN": lambda x, out: torch.sign(x, out=out),
-        "ELEMENT_WISE_IS_NAN": lambda x, out: torch.isnan(x),
+        # isnan has no out=; x != x is the same test and takes one (a strided output needs it)
+        "ELEMENT_WISE_IS_NAN": (lambda x, out: torch.ne(x, x, out=out)) if out_given else (lambda x, out: torch.isnan(x)),
         "ELEMENT_WISE_IS_INFINITY": lambda x, out: (torch.isinf, torch.isposinf, torch.isneginf)[mode or 0](x),
         "ELEMENT_WISE_MODULUS_FLOOR": lambda a, b, out: torch.remainder(a, b, out=out),
         "ELEMENT_WISE_MODULUS_TRUNCATE": lambda a, b, out: torch.fmod(a, b, out=out),
@@ -29,19 +30,30 @@ def _function(torch, operator: str, mode: int | None):
 
 
 def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dtype: np.dtype,
-               iterations: int, warmup: int, transpose: bool = False) -> dict:
+               iterations: int, warmup: int, transpose: bool = False, broadcast: bool = False,
+               strided_out: bool = False) -> dict:
     """Median/min/max CUDA-event time of one call, or {'error': ...} when torch cannot run it.
 
-    `transpose`: run on the transposed views of the (2-D) inputs, as torch would be called on `x.t()`."""
+    `transpose`: run on the transposed views of the (2-D) inputs, as torch would be called on `x.t()`.
+    `broadcast`: the last input is one row, expanded over the first's rows (its bytes count once).
+    `strided_out`: the output is every second element of a buffer twice its size (`out[::2]`)."""
     torch = torch_cuda()
     if torch is None:
         return {"error": "PyTorch with CUDA is not available"}
     try:
         tensors = [torch.from_numpy(np.ascontiguousarray(x)).cuda() for x in inputs]
+        in_bytes = sum(t.numel() * t.element_size() for t in tensors)
         if transpose:
             tensors = [t.t() for t in tensors]
-        out = torch.empty_like(tensors[0], dtype=getattr(torch, np.dtype(out_dtype).name))
-        function = _function(torch, operator, mode)
+        if broadcast:
+            tensors[-1] = tensors[-1][0].expand(tensors[0].shape)
+            in_bytes -= tensors[-1].element_size() * (tensors[0].numel() - tensors[0].shape[-1])
+        torch_dtype = getattr(torch, np.dtype(out_dtype).name)
+        if strided_out:
+            out = torch.empty(2 * tensors[0].numel(), dtype=torch_dtype, device="cuda")[::2]  # (1-D)
+        else:
+            out = torch.empty_like(tensors[0], dtype=torch_dtype)
+        function = _function(torch, operator, mode, strided_out)
         for _ in range(warmup):
             result = function(*tensors, out)
         torch.cuda.synchronize()
@@ -54,7 +66,6 @@ def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dt
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) * 1e6)
         out_bytes = result.numel() * result.element_size()
-        in_bytes = sum(t.numel() * t.element_size() for t in tensors)
         del tensors, out, result
         torch.cuda.empty_cache()
     except (RuntimeError, TypeError, NotImplementedError) as exc:

@@ -18,14 +18,26 @@ fn elem_is_negative(x: u32) -> bool {
     return (x >> 15u) == 1u;
 }
 
-fn elem_fmod(a: u32, b: u32) -> u32 {
-    return f16_fmod_bits(a, b);
+// C's fmod on both lanes, exact (lib/f16_bits.wgsl).
+fn lanes_fmod(a: u32, b: u32) -> u32 {
+    return f16_fmod_bits(a & 0xffffu, b & 0xffffu) | (f16_fmod_bits(a >> 16u, b >> 16u) << 16u);
 }
 
-fn elem_add_opposite(r: u32, b: u32) -> u32 {
+// r + b for one lane's bits, rounded as NumPy rounds it (r and b of opposite signs, |r| < |b| or b infinite).
+fn f16_add_opposite(r: u32, b: u32) -> u32 {
     return (b & F16_SIGN) | f16_sub_magnitudes(b & F16_ABS, r & F16_ABS);
 }
 
-fn elem_zero_with_sign_of(b: u32) -> u32 {
-    return b & 0x8000u;
+// f16_add_opposite in the flagged lanes, r elsewhere.
+fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
+    var s = r;
+    if ((moved & 1u) != 0u) {
+        s = (s & 0xffff0000u) | f16_add_opposite(r & 0xffffu, b & 0xffffu);
+    }
+    if ((moved >> 16u) != 0u) {
+        s = (s & 0xffffu) | (f16_add_opposite(r >> 16u, b >> 16u) << 16u);
+    }
+    return s;
 }
+
+const ZERO_SIGN: u32 = F16_SIGN;  // of each lane: lanes_put sets it in the flagged lanes

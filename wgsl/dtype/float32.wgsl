@@ -16,14 +16,17 @@ fn elem_is_negative(x: u32) -> bool {
     return (x >> 31u) == 1u;
 }
 
-fn elem_fmod(a: u32, b: u32) -> u32 {
+// One lane: C's fmodf, exact (lib/f32_bits.wgsl).
+fn lanes_fmod(a: u32, b: u32) -> u32 {
     return f32_fmod_bits(a, b);
 }
 
-fn elem_add_opposite(r: u32, b: u32) -> u32 {
+// r + b rounded as NumPy rounds it, where flagged (r and b of opposite signs, |r| < |b| or b infinite).
+fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
+    if (moved == 0u) {
+        return r;
+    }
     return (b & F32_SIGN) | f32_sub_magnitudes(b & F32_ABS, r & F32_ABS);
 }
 
-fn elem_zero_with_sign_of(b: u32) -> u32 {
-    return b & 0x80000000u;
-}
+const ZERO_SIGN: u32 = F32_SIGN;

@@ -28,23 +28,31 @@ fn elem_is_negative(x: u32) -> bool {
     return (x >> (IN_BITS - 1u)) == 1u;
 }
 
-// |x| as an unsigned number; the most negative value's magnitude fits too.
-fn sint_magnitude(x: u32) -> u32 {
-    return select(x, (0u - x) & IN_MASK, elem_is_negative(x));
+// |x| in every lane, as an unsigned number (the most negative value's magnitude fits too): the complement of a
+// negative lane plus one, which cannot carry out of the lane (the complement is at most LANE_LOW's lane).
+fn lanes_magnitude(x: u32) -> u32 {
+    let negative = lanes_high_bit(x);
+    return (x ^ lanes_fill(negative)) + negative;
 }
 
-fn elem_fmod(a: u32, b: u32) -> u32 {
-    if (b == 0u) {
-        return 0u;  // gpuops decision, as NumPy: x % 0 == 0
+// C's truncated remainder in every lane: the remainder of the magnitudes, negated where a is negative. x % 0 is 0
+// (gpuops decision, as NumPy), and INT_MIN % -1 gives 0, never a fault.
+fn lanes_fmod(a: u32, b: u32) -> u32 {
+    let m = lanes_magnitude_rem(lanes_magnitude(a), lanes_magnitude(b)) & ~lanes_fill(lanes_zero(b));
+    // Negate the non-zero lanes of a negative a: m < 2^(IN_BITS-1) there, so the complement plus one stays in
+    // its lane (a zero lane would carry).
+    let negated = lanes_high_bit(a) & ~lanes_zero(m);
+    return (m ^ lanes_fill(negated)) + negated;
+}
+
+// r + b in the flagged lanes (r and b of opposite signs, |r| < |b|), r elsewhere. The lanes' low bits add, and
+// their high bits are set from the sum's bit there by xor, so no carry crosses into the next lane.
+fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
+    let added = b & lanes_fill(moved);
+    if (LANES == 1u) {
+        return r + added;
     }
-    let r = magnitude_rem(sint_magnitude(a), sint_magnitude(b));  // INT_MIN % -1 gives 0 here, never a fault
-    return select(r, (0u - r) & IN_MASK, elem_is_negative(a));
+    return ((r & LANE_LOW) + (added & LANE_LOW)) ^ ((r ^ added) & LANE_HIGH);
 }
 
-fn elem_add_opposite(r: u32, b: u32) -> u32 {
-    return (r + b) & IN_MASK;
-}
-
-fn elem_zero_with_sign_of(b: u32) -> u32 {
-    return 0u;
-}
+const ZERO_SIGN: u32 = 0u;  // an integer zero has no sign

@@ -31,16 +31,15 @@ fn sint64_magnitude(x: vec2<u32>) -> vec2<u32> {
     return select(x, u64_negate(x), elem_is_negative(x));
 }
 
-fn elem_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+fn lanes_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     // u64_rem gives 0 for a zero divisor; INT64_MIN % -1 gives 0 like the narrower types.
     let r = u64_rem(sint64_magnitude(a), sint64_magnitude(b));
     return select(r, u64_negate(r), elem_is_negative(a));
 }
 
-fn elem_add_opposite(r: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return u64_add(r, b);
+// r + b (wrapping) where flagged, r elsewhere.
+fn lanes_add_opposite(r: vec2<u32>, b: vec2<u32>, moved: vec2<u32>) -> vec2<u32> {
+    return select(r, u64_add(r, b), moved.x == 1u);
 }
 
-fn elem_zero_with_sign_of(b: vec2<u32>) -> vec2<u32> {
-    return ELEM_ZERO;
-}
+const ZERO_SIGN: vec2<u32> = vec2<u32>(0u, 0u);  // an integer zero has no sign

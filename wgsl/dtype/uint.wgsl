@@ -27,17 +27,14 @@ fn elem_is_negative(x: u32) -> bool {
     return false;
 }
 
-fn elem_fmod(a: u32, b: u32) -> u32 {
-    if (b == 0u) {
-        return 0u;  // gpuops decision, as NumPy: x % 0 == 0
-    }
-    return magnitude_rem(a, b);
+// C's truncated remainder in every lane; x % 0 is 0 (gpuops decision, as NumPy).
+fn lanes_fmod(a: u32, b: u32) -> u32 {
+    return lanes_magnitude_rem(a, b) & ~lanes_fill(lanes_zero(b));
 }
 
-fn elem_add_opposite(r: u32, b: u32) -> u32 {
-    return (r + b) & IN_MASK;
+// Never called with a lane flagged: no unsigned value is negative.
+fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
+    return r;
 }
 
-fn elem_zero_with_sign_of(b: u32) -> u32 {
-    return 0u;
-}
+const ZERO_SIGN: u32 = 0u;  // an integer zero has no sign

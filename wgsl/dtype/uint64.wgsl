@@ -27,14 +27,13 @@ fn elem_is_negative(x: vec2<u32>) -> bool {
     return false;
 }
 
-fn elem_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+fn lanes_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return u64_rem(a, b);  // 0 for a zero divisor
 }
 
-fn elem_add_opposite(r: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return u64_add(r, b);
+// Never called with the lane flagged: no unsigned value is negative.
+fn lanes_add_opposite(r: vec2<u32>, b: vec2<u32>, moved: vec2<u32>) -> vec2<u32> {
+    return r;
 }
 
-fn elem_zero_with_sign_of(b: vec2<u32>) -> vec2<u32> {
-    return ELEM_ZERO;
-}
+const ZERO_SIGN: vec2<u32> = vec2<u32>(0u, 0u);  // an integer zero has no sign

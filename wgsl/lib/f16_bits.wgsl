@@ -1,12 +1,10 @@
 // Exact IEEE binary16 arithmetic on bit patterns held in the low 16 bits of a u32, with the conventions of
-// f32_bits.wgsl: integer operations only, "field exponent" e with subnormals at e = 1, so that a finite value is
+// f32_bits.wgsl: integer operations (but for one float32 subtraction, f16_sub_magnitudes), "field exponent" e with subnormals at e = 1, so that a finite value is
 // mant * 2^(e - 25) with mant < 2^11.
 //
-// NumPy computes float16 arithmetic in float32 and rounds once more to float16. For the operations here that
-// double rounding changes nothing, so they work on 11-bit significands directly:
-//   - a remainder is exactly representable in the operands' format, so fmod is never rounded;
-//   - float32 has 24 >= 2 * 11 + 2 significand bits, and with that margin an addition rounded first to float32
-//     and then to float16 equals the addition rounded once to float16 (Figueroa's double-rounding theorem).
+// NumPy computes float16 arithmetic in float32 and rounds once more to float16: a remainder is exactly
+// representable in the operands' format, so fmod is never rounded and works on 11-bit significands directly; the
+// one addition MODULUS_FLOOR needs is computed as NumPy computes it (f16_sub_magnitudes).
 
 const F16_SIGN: u32 = 0x8000u;
 const F16_ABS: u32 = 0x7fffu;
@@ -62,14 +60,33 @@ fn f16_fmod_bits(a: u32, b: u32) -> u32 {
     return sign | f16_bits_pack(eb - shift, r << shift);
 }
 
-// |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf), round to nearest, ties to even:
-// as f32_sub_magnitudes, on 11-bit significands.
+// |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf), as NumPy computes it: in float32,
+// then rounded to nearest, ties to even, to float16. Float16 values are normal float32 values (the least is
+// 2^-24), and so is their difference, so the GPU's float32 subtraction gives the bits NumPy's does (WGSL requires
+// `x - y` to be correctly rounded; only subnormals may be flushed). The rounding to float16 is done on the bits.
 fn f16_sub_magnitudes(big: u32, small: u32) -> u32 {
     if (big == F16_INF) {
         return F16_INF;
     }
-    let e = f16_bits_exponent(big);
-    let r = sub_significands(e, e - f16_bits_exponent(small), f16_bits_significand(big), f16_bits_significand(small),
-                             10u);
-    return f16_bits_pack(r.x, r.y);
+    return f16_round_from_f32(f16_magnitude_to_f32(big) - f16_magnitude_to_f32(small));
+}
+
+// A finite float16 magnitude as a float32 value: exact, and normal even for float16's subnormals.
+fn f16_magnitude_to_f32(mag: u32) -> f32 {
+    let subnormal = f32(mag) * 5.9604644775390625e-8;  // mag * 2^-24, exact
+    return select(subnormal, bitcast<f32>((mag << 13u) + 0x38000000u), mag >= F16_IMPLICIT);  // rebias 15 -> 127
+}
+
+// A positive float32 x from 2^-24 up to the largest float16, rounded to the nearest float16 magnitude, ties to
+// even. Below 2^-14 (a float16 subnormal) x is a multiple of 2^-24 here (a difference of float16 values below
+// 2^-14 has at most 10 significant bits, so float32 holds it exactly), and converts exactly.
+fn f16_round_from_f32(x: f32) -> u32 {
+    let bits = bitcast<u32>(x);
+    if (bits < 0x38800000u) {
+        return u32(x * 16777216.0);  // x * 2^24
+    }
+    let kept = (bits >> 13u) - 0x1c000u;  // rebias 127 -> 15: (127 - 15) << 10
+    let rest = bits & 0x1fffu;
+    // A carry out of the significand moves into the exponent, which is the right rounding.
+    return kept + select(0u, 1u, rest > 0x1000u || (rest == 0x1000u && (kept & 1u) == 1u));
 }

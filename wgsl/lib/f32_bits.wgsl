@@ -1,8 +1,9 @@
 // Exact IEEE binary32 arithmetic on bit patterns held in u32.
 //
-// No floating-point arithmetic is used on purpose: WGSL lets implementations flush subnormals,
+// Floating-point arithmetic is avoided on purpose: WGSL lets implementations flush subnormals,
 // assume there is no inf/NaN, and compute `/` approximately, while these functions must give the
-// same bits on every GPU. Everything below is unsigned integer bit manipulation.
+// same bits on every GPU. Everything below is unsigned integer bit manipulation, except one
+// subtraction of normal values with a normal result (f32_sub_magnitudes), which WGSL defines exactly.
 //
 // Conventions used throughout:
 //   - "field exponent" e is the 8-bit exponent field, except that subnormals (field 0) use e = 1
@@ -78,14 +79,47 @@ fn f32_fmod_bits(a: u32, b: u32) -> u32 {
 }
 
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction,
-// round to nearest, ties to even, subnormals kept (lib/round.wgsl). This is the only addition MODULUS_FLOOR needs
-// (a remainder moved into the divisor's sign). Below big, so it cannot overflow.
+// round to nearest, ties to even, subnormals kept (sub_significands, below). This is the only addition
+// MODULUS_FLOOR needs (a remainder moved into the divisor's sign). Below big, so it cannot overflow.
+//
+// Where small's exponent field is at least 24, the GPU's own subtraction gives the same bits: both values are
+// normal, and so is the difference, a positive multiple of small's unit in the last place (at least 2^-126); WGSL
+// requires `x - y` to be correctly rounded, and only subnormals may be flushed. That is every remainder of
+// ordinary data; the integer path below takes the rest.
 fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
     if (big == F32_INF) {
         return F32_INF;
+    }
+    if (small >= 0x0c000000u) {
+        return bitcast<u32>(bitcast<f32>(big) - bitcast<f32>(small));
     }
     let e = f32_bits_exponent(big);
     let r = sub_significands(e, e - f32_bits_exponent(small), f32_bits_significand(big), f32_bits_significand(small),
                              23u);
     return f32_bits_pack(r.x, r.y);
+}
+
+// The integer path of f32_sub_magnitudes:
+// big_sig - small_sig * 2^-d for significands of big > small > 0 at field exponent e of big. As Berkeley SoftFloat
+// does, it works with 7 extra low bits and keeps bits shifted out as a sticky bit in bit 0: bits are lost only when
+// d > 7, and then at most one bit cancels, so the sticky bit decides rounding exactly as the lost bits would have.
+// The difference is normalised up to bit `top` (not below exponent 1: a subnormal result) and rounded to nearest,
+// ties to even. Returns (field exponent, significand) for f32_bits_pack, which takes a carry to 2^(top+1).
+fn sub_significands(e: u32, d: u32, big_sig: u32, small_sig: u32, top: u32) -> vec2<u32> {
+    let small_full = small_sig << 7u;
+    var m_small = 1u;
+    if (d < 31u) {
+        let lost = small_full & ((1u << d) - 1u);
+        m_small = (small_full >> d) | select(0u, 1u, lost != 0u);
+    }
+    // > 0 because big > small; no carry out of a subtraction, so only cancellation to normalise.
+    var m = (big_sig << 7u) - m_small;
+    let shift = min(countLeadingZeros(m) - (24u - top), e - 1u);
+    m = m << shift;
+    let low = m & 0x7fu;
+    m = m >> 7u;
+    if (low > 0x40u || (low == 0x40u && (m & 1u) != 0u)) {
+        m += 1u;
+    }
+    return vec2<u32>(e - shift, m);
 }

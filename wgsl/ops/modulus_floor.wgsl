@@ -1,15 +1,10 @@
-// DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR: Python's modulus (sign of the divisor), exactly np.remainder:
-// NumPy's npy_divmod moves the exact truncated remainder into the divisor's sign with one rounded addition.
+// DML_OPERATOR_ELEMENT_WISE_MODULUS_FLOOR: Python's modulus (sign of the divisor), exactly np.remainder, on every
+// lane: NumPy's npy_divmod moves the exact truncated remainder into the divisor's sign with one rounded addition,
+// and gives a zero remainder the divisor's sign. x % 0 is 0 for integers and NaN for floats; NaN stays NaN.
 fn op(a: InElem, b: InElem) -> OutElem {
-    let r = elem_fmod(a, b);
-    if (elem_is_zero(b) || elem_is_nan(r)) {
-        return r;  // x % 0: 0 for integers, NaN for floats; NaN stays NaN
-    }
-    if (elem_is_zero(r)) {
-        return elem_zero_with_sign_of(b);
-    }
-    if (elem_is_negative(r) != elem_is_negative(b)) {
-        return elem_add_opposite(r, b);
-    }
-    return r;
+    let r = lanes_fmod(a, b);
+    let zero = lanes_is_zero(r);
+    let moved = (lanes_is_negative(r) ^ lanes_is_negative(b)) & ~(zero | lanes_is_zero(b) | lanes_is_nan(r)) & LANE_ONES;
+    let s = lanes_add_opposite(r, b, moved);
+    return s ^ ((s ^ b) & lanes_put(zero, ZERO_SIGN));  // zero lanes take b's sign (ZERO_SIGN: none for integers)
 }
