@@ -1,9 +1,10 @@
 """Exhaustive checks of the arithmetic kernels, bit for bit against NumPy (NaN payloads aside):
-MODULUS_FLOOR and MODULUS_TRUNCATE on every pair of float16 bit patterns (2^32 pairs each), every pair of 8-bit
-integers, and the unary operators on every float16 value; float32 modulus on random pairs (uniform bit patterns,
-and pairs whose exponents are close, where the remainder's rounding and cancellation are hardest).
+MODULUS_FLOOR and MODULUS_TRUNCATE on every pair of float16, int16 and uint16 bit patterns (2^32 pairs each),
+every pair of 8-bit integers, and the unary operators on every float16 value; float32 modulus on random pairs
+(uniform bit patterns, and pairs whose exponents are close, where the remainder's rounding and cancellation are
+hardest).
 
-    python bench/exhaustive.py                 # all 65536 float16 divisors: a GPU job (about a minute on an H200)
+    python bench/exhaustive.py                 # all 65536 16-bit divisors: a GPU job (minutes on an H200)
     python bench/exhaustive.py --divisors 64   # every dividend against 64 spread-out divisors (CPU-adapter sized)
 
 The NumPy reference runs in a process pool; the GPU side goes through the NumPy-level API.
@@ -27,17 +28,19 @@ from gpuops.enums import DataType, IsInfinityMode
 
 ALL_HALVES = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
 BINARY = {"modulus_floor": "ELEMENT_WISE_MODULUS_FLOOR", "modulus_truncate": "ELEMENT_WISE_MODULUS_TRUNCATE"}
-BLOCK = 1024  # float16 divisors per GPU call: 2^26 pairs
+BLOCK = 1024  # 16-bit divisors per GPU call: 2^26 pairs
 
 
-def pairs(divisors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Every float16 dividend against each divisor."""
-    return (np.tile(ALL_HALVES, divisors.size).view(np.float16),
-            np.repeat(divisors, ALL_HALVES.size).view(np.float16))
+SIXTEEN_BIT = {"float16": DataType.FLOAT16, "int16": DataType.INT16, "uint16": DataType.UINT16}
 
 
-def reference(name: str, divisors: np.ndarray) -> np.ndarray:
-    return expected(BINARY[name], None, DataType.FLOAT16, *pairs(divisors))
+def pairs(divisors: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every 16-bit dividend against each divisor (bit patterns viewed as `dtype`)."""
+    return (np.tile(ALL_HALVES, divisors.size).view(dtype), np.repeat(divisors, ALL_HALVES.size).view(dtype))
+
+
+def reference(name: str, divisors: np.ndarray, dtype: str) -> np.ndarray:
+    return expected(BINARY[name], None, SIXTEEN_BIT[dtype], *pairs(divisors, dtype))
 
 
 def report(label: str, got: np.ndarray, want: np.ndarray, inputs: tuple[np.ndarray, ...]) -> int:
@@ -48,16 +51,19 @@ def report(label: str, got: np.ndarray, want: np.ndarray, inputs: tuple[np.ndarr
     return mismatch.count
 
 
-def check_float16_binary(device: gpuops.Device, divisors: np.ndarray, workers: int) -> int:
+def check_16bit_binary(device: gpuops.Device, divisors: np.ndarray, workers: int) -> int:
     failures = 0
     blocks = [divisors[i:i + BLOCK] for i in range(0, divisors.size, BLOCK)]
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
-        for name in BINARY:
-            started = time.perf_counter()
-            for block, want in zip(blocks, pool.map(reference, [name] * len(blocks), blocks)):
-                a, b = pairs(block)
-                failures += report(f"{name} float16", getattr(gpuops, name)(a, b, device=device), want, (a, b))
-            print(f"{name} float16: {divisors.size * ALL_HALVES.size} pairs in {time.perf_counter() - started:.1f} s")
+        for dtype in SIXTEEN_BIT:
+            for name in BINARY:
+                started = time.perf_counter()
+                wants = pool.map(reference, [name] * len(blocks), blocks, [dtype] * len(blocks))
+                for block, want in zip(blocks, wants):
+                    a, b = pairs(block, dtype)
+                    failures += report(f"{name} {dtype}", getattr(gpuops, name)(a, b, device=device), want, (a, b))
+                print(f"{name} {dtype}: {divisors.size * ALL_HALVES.size} pairs in "
+                      f"{time.perf_counter() - started:.1f} s")
     return failures
 
 
@@ -104,7 +110,8 @@ def check_float32(device: gpuops.Device, count: int) -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--divisors", type=int, default=1 << 16,
-                        help="float16 divisors tried against every dividend (65536: all pairs)")
+                        help="16-bit divisors tried against every dividend, for float16, int16 and uint16 "
+                             "(65536: all pairs)")
     parser.add_argument("--float32", type=int, default=1 << 28, help="random float32 pairs per operator")
     parser.add_argument("--backend", default=None, help="wgpu-native or dawn (default: GPUOPS_BACKEND, else wgpu-native)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the NumPy reference")
@@ -114,7 +121,7 @@ def main() -> int:
     step = max(1, (1 << 16) // args.divisors)  # spread out, so a small run still crosses every exponent and sign
     divisors = ALL_HALVES[::step][:args.divisors].copy()
     failures = (check_small(device) + check_float32(device, args.float32)
-                + check_float16_binary(device, divisors, args.workers))
+                + check_16bit_binary(device, divisors, args.workers))
     print("all exact" if failures == 0 else f"{failures} mismatches")
     return 1 if failures else 0
 

@@ -26,12 +26,12 @@ UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "float_lanes.wgsl")),
-    DataType.FLOAT16: ("float16.wgsl", ("f16_bits.wgsl", "float_lanes.wgsl")),
+    DataType.FLOAT16: ("float16.wgsl", ("rem_by_estimate.wgsl", "f16_bits.wgsl", "float_lanes.wgsl")),
     DataType.INT32: ("sint.wgsl", ()),
-    DataType.INT16: ("sint.wgsl", ()),
+    DataType.INT16: ("sint.wgsl", ("rem_by_estimate.wgsl",)),
     DataType.INT8: ("sint.wgsl", ()),
     DataType.UINT32: ("uint.wgsl", ()),
-    DataType.UINT16: ("uint.wgsl", ()),
+    DataType.UINT16: ("uint.wgsl", ("rem_by_estimate.wgsl",)),
     DataType.UINT8: ("uint.wgsl", ()),
     DataType.INT64: ("sint64.wgsl", ("u64.wgsl",)),
     DataType.UINT64: ("uint64.wgsl", ("u64.wgsl",)),
@@ -102,8 +102,13 @@ class KernelKey:
 
     @property
     def divider(self) -> str:
-        """The file in wgsl/lib/ that defines magnitude_rem and prepare_workgroup."""
-        return "divide_by_reciprocals.wgsl" if self.reciprocal_table else "divide_plain.wgsl"
+        """The file in wgsl/lib/ that defines magnitude_rem and prepare_workgroup: 8-bit types by a table of
+        reciprocals, 16-bit ones by a float estimate of the quotient, 32-bit ones by `%`."""
+        if self.reciprocal_table:
+            return "divide_by_reciprocals.wgsl"
+        if self.input_type.size == 2 and self.shader in DIVIDING_SHADERS:
+            return "divide_by_estimate.wgsl"
+        return "divide_plain.wgsl"
 
     def bindings(self) -> list[tuple[int, str, str, int]]:
         """(binding, variable, access, operand) of every storage view. Only read-only views of a range are ever

@@ -1,6 +1,7 @@
 // Exact IEEE binary16 arithmetic on bit patterns held in the low 16 bits of a u32, with the conventions of
-// f32_bits.wgsl: integer operations (but for one float32 subtraction, f16_sub_magnitudes), "field exponent" e with subnormals at e = 1, so that a finite value is
-// mant * 2^(e - 25) with mant < 2^11.
+// f32_bits.wgsl: integer results (float arithmetic only where its result is exact: a quotient estimate that
+// integers correct in lib/rem_by_estimate.wgsl, and f16_sub_magnitudes's float32 subtraction), "field exponent"
+// e with subnormals at e = 1, so that a finite value is mant * 2^(e - 25) with mant < 2^11.
 //
 // NumPy computes float16 arithmetic in float32 and rounds once more to float16: a remainder is exactly
 // representable in the operands' format, so fmod is never rounded and works on 11-bit significands directly; the
@@ -42,16 +43,19 @@ fn f16_fmod_bits(a: u32, b: u32) -> u32 {
         return a;
     }
     // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-25) with d = ea - eb in 0..29. Significands are below 2^11, so
-    // a step can shift in 21 bits without leaving the u32: one `%` for d <= 21, two at most.
+    // a step can shift in 9 bits and stay within rem_by_estimate's 2^20: one step for d <= 9, four at most.
     let eb = f16_bits_exponent(ub);
     let mb = f16_bits_significand(ub);
     var r = f16_bits_significand(ua);
     var d = f16_bits_exponent(ua) - eb;
-    if (d > 21u) {
-        r = (r << 21u) % mb;
-        d -= 21u;
+    loop {
+        let k = min(d, 9u);
+        r = rem_by_estimate(r << k, mb);
+        d -= k;
+        if (d == 0u) {
+            break;
+        }
     }
-    r = (r << d) % mb;
     if (r == 0u) {
         return sign;
     }
