@@ -141,12 +141,35 @@ fn word_of(v: vec4<u32>, k: u32) -> u32 {
     return select(select(v.x, v.y, k == 1u), select(v.z, v.w, k == 3u), k >= 2u);
 }
 
-// The unit's output chunk to a strided output, element by element.
+// The unit's output chunk to a strided output, element by element, each word changed once for all its elements
+// in a run of the unit's elements (stores that leave gaps are the cost here, and a word's second change would wait
+// for its first).
 fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
+    if (OUT_PER_WORD == 1u) {
+        for (var j = 0u; j < UNIT; j += 1u) {
+            store_element(unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT], word_of(out, j));
+        }
+        return;
+    }
+    var index = NO_START;  // the word being built, its bits and the mask of its lanes that are set
+    var bits = 0u;
+    var mask = 0u;
     for (var j = 0u; j < UNIT; j += 1u) {
         let value = (word_of(out, j / OUT_PER_WORD) >> ((j % OUT_PER_WORD) * OUT_BITS)) & OUT_MASK;
-        store_element(unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT], value);
+        let offset = unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT];
+        if (offset / OUT_PER_WORD != index) {
+            if (index != NO_START) {
+                out_store_lanes(index, bits, mask);
+            }
+            index = offset / OUT_PER_WORD;
+            bits = 0u;
+            mask = 0u;
+        }
+        let shift = (offset % OUT_PER_WORD) * OUT_BITS;
+        bits |= value << shift;
+        mask |= OUT_MASK << shift;
     }
+    out_store_lanes(index, bits, mask);
 }
 
 fn run_full_unit(first: u32) {

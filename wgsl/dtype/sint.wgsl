@@ -38,6 +38,14 @@ fn lanes_magnitude(x: u32) -> u32 {
 // C's truncated remainder in every lane: the remainder of the magnitudes, negated where a is negative. x % 0 is 0
 // (gpuops decision, as NumPy), and INT_MIN % -1 gives 0, never a fault.
 fn lanes_fmod(a: u32, b: u32) -> u32 {
+    if (LANES == 1u) {
+        // One element per word (32-bit): a test and selects cost fewer instructions than the lane arithmetic.
+        if (b == 0u) {
+            return 0u;
+        }
+        let r = magnitude_rem(lanes_magnitude(a), lanes_magnitude(b));
+        return select(r, 0u - r, elem_is_negative(a));
+    }
     let m = lanes_magnitude_rem(lanes_magnitude(a), lanes_magnitude(b)) & ~lanes_fill(lanes_zero(b));
     // Negate the non-zero lanes of a negative a: m < 2^(IN_BITS-1) there, so the complement plus one stays in
     // its lane (a zero lane would carry).

@@ -77,7 +77,7 @@ fn f16_sub_magnitudes(big: u32, small: u32) -> u32 {
 
 // A finite float16 magnitude as a float32 value: exact, and normal even for float16's subnormals.
 fn f16_magnitude_to_f32(mag: u32) -> f32 {
-    let subnormal = f32(mag) * 5.9604644775390625e-8;  // mag * 2^-24, exact
+    let subnormal = (bitcast<f32>(0x4b000000u | mag) - 8388608.0) * 5.9604644775390625e-8;  // mag * 2^-24, exact
     return select(subnormal, bitcast<f32>((mag << 13u) + 0x38000000u), mag >= F16_IMPLICIT);  // rebias 15 -> 127
 }
 
