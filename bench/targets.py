@@ -315,7 +315,7 @@ def render(paths: list[str]) -> str:
                     if not row:
                         return "-"
                     torch_gbps = (row.get("torch") or {}).get("gbps") if sec in ("broadcast", "strided-out") else None
-                    theirs = f"; PyTorch {torch_gbps:.0f} ({_pct(torch_gbps, base)})" if torch_gbps else ""
+                    theirs = f"; PyTorch {torch_gbps:.0f}" if torch_gbps else ""
                     return f"{row['gbps']:.0f} ({_pct(row['gbps'], base)}){theirs}"
                 torch_t = (by["transposed"].get(name, {}).get("torch") or {}).get("gbps")
                 out.append(f"| {name} | {base:.0f} | {cell('broadcast')} | {cell('transposed-k')} | "

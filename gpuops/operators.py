@@ -75,7 +75,7 @@ class OperatorSpec:
     shader: str  # file under wgsl/ops/
     # What the shader text depends on besides data types and layout: desc field -> WGSL constant.
     shader_constants: Callable[[object], dict[str, int]] = lambda desc: {}
-    divides: bool = False  # its shader divides (elem_fmod): see KernelKey.divider
+    divides: bool = False  # its shader divides (lanes_fmod): see KernelKey.divider
 
     @property
     def tensor_fields(self) -> tuple[str, ...]:

@@ -97,7 +97,8 @@ class KernelKey:
     @property
     def reciprocal_table(self) -> bool:
         """8-bit division by a table of reciprocals in workgroup memory, filled once per workgroup. Other kernels
-        divide with `%` and have no workgroup memory (zero-initialising it would cost every workgroup)."""
+        divide by a float estimate or `%` and have no workgroup memory (zero-initialising it would cost every
+        workgroup)."""
         return self.input_type.size == 1 and self.shader in DIVIDING_SHADERS
 
     @property
@@ -106,7 +107,7 @@ class KernelKey:
         reciprocals, 16-bit ones by a float estimate of the quotient, 32-bit ones by `%`."""
         if self.reciprocal_table:
             return "divide_by_reciprocals.wgsl"
-        if self.input_type.size == 2 and self.shader in DIVIDING_SHADERS:
+        if self.input_type in (DataType.INT16, DataType.UINT16) and self.shader in DIVIDING_SHADERS:
             return "divide_by_estimate.wgsl"
         return "divide_plain.wgsl"
 

@@ -368,3 +368,22 @@ def test_output_ending_where_the_buffer_ends(device, data_type, count):
     with np.errstate(all="ignore"):
         assert_same_bits(got, np.remainder(a, b), a, b)
     assert any(not k.output_chunks for k in device._pipelines if k.input_type == data_type)
+
+
+@pytest.mark.parametrize("data_type, divider, libraries", [
+    (DataType.INT8, "divide_by_reciprocals.wgsl", ()),
+    (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
+    (DataType.INT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
+    (DataType.FLOAT16, "divide_plain.wgsl", ("rem_by_estimate.wgsl",)),
+    (DataType.INT32, "divide_plain.wgsl", ()),
+], ids=str)
+def test_modulus_divides_by_width(data_type, divider, libraries):
+    # 8-bit: a table of reciprocals; 16-bit: a corrected float estimate (float16's remainder uses it too); 32: `%`.
+    from gpuops.shaders import SEPARATE, KernelKey, shader_files
+    key = KernelKey(shader="modulus_floor.wgsl", input_type=data_type, output_type=data_type, rank=1,
+                    linear=(True, True, True), input_placement=(SEPARATE, SEPARATE))
+    files = shader_files(key)
+    assert f"lib/{divider}" in files
+    assert all(f"lib/{name}" in files for name in libraries)
+    sign = shader_files(dataclasses.replace(key, shader="sign.wgsl", input_placement=(SEPARATE,)))
+    assert "lib/divide_plain.wgsl" in sign
