@@ -28,10 +28,10 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "float_lanes.wgsl")),
     DataType.FLOAT16: ("float16.wgsl", ("rem_by_estimate.wgsl", "f16_bits.wgsl", "float_lanes.wgsl")),
     DataType.INT32: ("sint.wgsl", ()),
-    DataType.INT16: ("sint.wgsl", ("rem_by_estimate.wgsl",)),
+    DataType.INT16: ("sint.wgsl", ()),
     DataType.INT8: ("sint.wgsl", ()),
     DataType.UINT32: ("uint.wgsl", ()),
-    DataType.UINT16: ("uint.wgsl", ("rem_by_estimate.wgsl",)),
+    DataType.UINT16: ("uint.wgsl", ()),
     DataType.UINT8: ("uint.wgsl", ()),
     DataType.INT64: ("sint64.wgsl", ("u64.wgsl",)),
     DataType.UINT64: ("uint64.wgsl", ("u64.wgsl",)),
@@ -42,6 +42,9 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
 # so that its loads are (four input chunks per invocation measured slower on an H200).
 UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("half_width_out.wgsl", 16),
                                              0.25: ("quarter_width_out.wgsl", 4), 2: ("double_width_out.wgsl", 16)}
+
+# Libraries in wgsl/lib/ a divider (KernelKey.divider) is built on.
+DIVIDER_LIBRARIES: dict[str, tuple[str, ...]] = {"divide_by_estimate.wgsl": ("rem_by_estimate.wgsl",)}
 
 # Shaders that divide integer magnitudes (dtype/sint.wgsl, dtype/uint.wgsl call magnitude_rem).
 DIVIDING_SHADERS = frozenset(spec.shader for spec in OPERATORS if spec.divides)
@@ -208,7 +211,7 @@ def shader_files(key: KernelKey) -> list[str]:
         files = ["common.wgsl", "narrow.wgsl", "units/" + UNIT_SHAPES[key.output_type.size / key.input_type.size][0]]
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
-    files += [f"lib/{name}" for name in libraries + (key.divider,)]
+    files += [f"lib/{name}" for name in libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,)]
     files += [f"dtype/{family}", f"ops/{key.shader}"]
     return files
 

@@ -57,9 +57,8 @@ fn lanes_fill(flags: u32) -> u32 {
 }
 
 // magnitude_rem (lib/divide_*.wgsl) lane by lane, for integer lanes of magnitudes a and b. A lane whose divisor
-// is zero gives a value below 2^IN_BITS that the caller masks. Written out rather than looped over, as
-// word_results once was: some shader translators leave such loops rolled, and the per-lane work then costs more
-// than the memory traffic. Each branch folds away for the other widths; the `% 32u` keeps shift amounts valid
+// is zero gives a value below 2^IN_BITS that the caller masks. Written out rather than looped over: some shader
+// translators leave such loops rolled, and the per-lane work then costs more than the memory traffic. Each branch folds away for the other widths; the `% 32u` keeps shift amounts valid
 // where a branch does not apply.
 fn lanes_magnitude_rem(a: u32, b: u32) -> u32 {
     var r = magnitude_rem(a & IN_MASK, b & IN_MASK);
@@ -68,7 +67,8 @@ fn lanes_magnitude_rem(a: u32, b: u32) -> u32 {
         r |= magnitude_rem((a >> s) & IN_MASK, (b >> s) & IN_MASK) << s;
     }
     if (LANES == 4u) {
-        r |= (magnitude_rem((a >> 16u) & IN_MASK, (b >> 16u) & IN_MASK) << 16u) | (magnitude_rem(a >> 24u, b >> 24u) << 24u);
+        r |= magnitude_rem((a >> 16u) & IN_MASK, (b >> 16u) & IN_MASK) << 16u;
+        r |= magnitude_rem(a >> 24u, b >> 24u) << 24u;
     }
     return r;
 }
@@ -78,11 +78,17 @@ fn load_element(operand: u32, offset: u32) -> InElem {
 }
 
 fn store_element(offset: u32, value: OutElem) {
-    if (OUT_PER_WORD == 1u) {
-        out_store_word(offset, value);
+    let shift = (offset % OUT_PER_WORD) * OUT_BITS;
+    store_lanes(offset / OUT_PER_WORD, (value & OUT_MASK) << shift, OUT_MASK << shift);
+}
+
+// The lanes `mask` of output word `index` set to `bits`: a plain store when they are the whole word, so a word
+// that needs no other lane's bytes is never read.
+fn store_lanes(index: u32, bits: u32, mask: u32) {
+    if (mask == 0xffffffffu) {
+        out_store_word(index, bits);
     } else {
-        let shift = (offset % OUT_PER_WORD) * OUT_BITS;
-        out_store_lanes(offset / OUT_PER_WORD, (value & OUT_MASK) << shift, OUT_MASK << shift);
+        out_store_lanes(index, bits, mask);
     }
 }
 
@@ -145,12 +151,6 @@ fn word_of(v: vec4<u32>, k: u32) -> u32 {
 // in a run of the unit's elements (stores that leave gaps are the cost here, and a word's second change would wait
 // for its first).
 fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
-    if (OUT_PER_WORD == 1u) {
-        for (var j = 0u; j < UNIT; j += 1u) {
-            store_element(unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT], word_of(out, j));
-        }
-        return;
-    }
     var index = NO_START;  // the word being built, its bits and the mask of its lanes that are set
     var bits = 0u;
     var mask = 0u;
@@ -159,7 +159,7 @@ fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bo
         let offset = unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT];
         if (offset / OUT_PER_WORD != index) {
             if (index != NO_START) {
-                out_store_lanes(index, bits, mask);
+                store_lanes(index, bits, mask);
             }
             index = offset / OUT_PER_WORD;
             bits = 0u;
@@ -169,7 +169,7 @@ fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bo
         bits |= value << shift;
         mask |= OUT_MASK << shift;
     }
-    out_store_lanes(index, bits, mask);
+    store_lanes(index, bits, mask);
 }
 
 fn run_full_unit(first: u32) {

@@ -21,7 +21,8 @@ def _function(torch, operator: str, mode: int | None, out_given: bool = False):
     return {
         "ELEMENT_WISE_SIGN": lambda x, out: torch.sign(x, out=out),
         # isnan has no out=; x != x is the same test and takes one (a strided output needs it)
-        "ELEMENT_WISE_IS_NAN": (lambda x, out: torch.ne(x, x, out=out)) if out_given else (lambda x, out: torch.isnan(x)),
+        "ELEMENT_WISE_IS_NAN": ((lambda x, out: torch.ne(x, x, out=out)) if out_given
+                                else (lambda x, out: torch.isnan(x))),
         "ELEMENT_WISE_IS_INFINITY": lambda x, out: (torch.isinf, torch.isposinf, torch.isneginf)[mode or 0](x),
         "ELEMENT_WISE_MODULUS_FLOOR": lambda a, b, out: torch.remainder(a, b, out=out),
         "ELEMENT_WISE_MODULUS_TRUNCATE": lambda a, b, out: torch.fmod(a, b, out=out),

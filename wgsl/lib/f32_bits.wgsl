@@ -94,8 +94,7 @@ fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
         return bitcast<u32>(bitcast<f32>(big) - bitcast<f32>(small));
     }
     let e = f32_bits_exponent(big);
-    let r = sub_significands(e, e - f32_bits_exponent(small), f32_bits_significand(big), f32_bits_significand(small),
-                             23u);
+    let r = sub_significands(e, e - f32_bits_exponent(small), f32_bits_significand(big), f32_bits_significand(small));
     return f32_bits_pack(r.x, r.y);
 }
 
@@ -103,9 +102,9 @@ fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
 // big_sig - small_sig * 2^-d for significands of big > small > 0 at field exponent e of big. As Berkeley SoftFloat
 // does, it works with 7 extra low bits and keeps bits shifted out as a sticky bit in bit 0: bits are lost only when
 // d > 7, and then at most one bit cancels, so the sticky bit decides rounding exactly as the lost bits would have.
-// The difference is normalised up to bit `top` (not below exponent 1: a subnormal result) and rounded to nearest,
-// ties to even. Returns (field exponent, significand) for f32_bits_pack, which takes a carry to 2^(top+1).
-fn sub_significands(e: u32, d: u32, big_sig: u32, small_sig: u32, top: u32) -> vec2<u32> {
+// The difference is normalised up to bit 23 (not below exponent 1: a subnormal result) and rounded to nearest,
+// ties to even. Returns (field exponent, significand) for f32_bits_pack, which takes a carry to 2^24.
+fn sub_significands(e: u32, d: u32, big_sig: u32, small_sig: u32) -> vec2<u32> {
     let small_full = small_sig << 7u;
     var m_small = 1u;
     if (d < 31u) {
@@ -114,7 +113,7 @@ fn sub_significands(e: u32, d: u32, big_sig: u32, small_sig: u32, top: u32) -> v
     }
     // > 0 because big > small; no carry out of a subtraction, so only cancellation to normalise.
     var m = (big_sig << 7u) - m_small;
-    let shift = min(countLeadingZeros(m) - (24u - top), e - 1u);
+    let shift = min(countLeadingZeros(m) - 1u, e - 1u);  // the top bit at 30: bit 23 once the 7 extra bits go
     m = m << shift;
     let low = m & 0x7fu;
     m = m >> 7u;

@@ -4,7 +4,8 @@
 fn op(a: InElem, b: InElem) -> OutElem {
     let r = lanes_fmod(a, b);
     let zero = lanes_is_zero(r);
-    let moved = (lanes_is_negative(r) ^ lanes_is_negative(b)) & ~(zero | lanes_is_zero(b) | lanes_is_nan(r)) & LANE_ONES;
+    let kept = zero | lanes_is_zero(b) | lanes_is_nan(r);
+    let moved = (lanes_is_negative(r) ^ lanes_is_negative(b)) & ~kept & LANE_ONES;
     let s = lanes_add_opposite(r, b, moved);
     return s ^ ((s ^ b) & lanes_put(zero, ZERO_SIGN));  // zero lanes take b's sign (ZERO_SIGN: none for integers)
 }
