@@ -1,8 +1,8 @@
 """Exhaustive checks of the arithmetic kernels, bit for bit against NumPy (NaN payloads aside):
 MODULUS_FLOOR and MODULUS_TRUNCATE on every pair of float16, int16 and uint16 bit patterns (2^32 pairs each),
 every pair of 8-bit integers, and the unary operators on every float16 value; float32 modulus on random pairs
-(uniform bit patterns, and pairs whose exponents are close, where the remainder's rounding and cancellation are
-hardest).
+(uniform bit patterns, pairs whose exponents are close, where the remainder's rounding and cancellation are
+hardest, and dividends near integer multiples of the divisor, where a quotient estimate is one off).
 
     python bench/exhaustive.py                 # all 65536 16-bit divisors: a GPU job (minutes on an H200)
     python bench/exhaustive.py --divisors 64   # every dividend against 64 spread-out divisors (CPU-adapter sized)
@@ -34,13 +34,17 @@ BLOCK = 1024  # 16-bit divisors per GPU call: 2^26 pairs
 SIXTEEN_BIT = {"float16": DataType.FLOAT16, "int16": DataType.INT16, "uint16": DataType.UINT16}
 
 
-def pairs(divisors: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
-    """Every 16-bit dividend against each divisor (bit patterns viewed as `dtype`)."""
+def pairs(divisors: np.ndarray, dtype: str, across: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Every 16-bit dividend against each divisor (bit patterns viewed as `dtype`): dividend by dividend for each
+    divisor, or (`across`) divisor by divisor for each dividend, so that the two lanes of a word hold different
+    divisors (lane arithmetic must keep one lane's result out of the other)."""
+    if across:
+        return (np.repeat(ALL_HALVES, divisors.size).view(dtype), np.tile(divisors, ALL_HALVES.size).view(dtype))
     return (np.tile(ALL_HALVES, divisors.size).view(dtype), np.repeat(divisors, ALL_HALVES.size).view(dtype))
 
 
-def reference(name: str, divisors: np.ndarray, dtype: str) -> np.ndarray:
-    return expected(BINARY[name], None, SIXTEEN_BIT[dtype], *pairs(divisors, dtype))
+def reference(name: str, divisors: np.ndarray, dtype: str, across: bool) -> np.ndarray:
+    return expected(BINARY[name], None, SIXTEEN_BIT[dtype], *pairs(divisors, dtype, across))
 
 
 def report(label: str, got: np.ndarray, want: np.ndarray, inputs: tuple[np.ndarray, ...]) -> int:
@@ -51,16 +55,17 @@ def report(label: str, got: np.ndarray, want: np.ndarray, inputs: tuple[np.ndarr
     return mismatch.count
 
 
-def check_16bit_binary(device: gpuops.Device, divisors: np.ndarray, workers: int) -> int:
+def check_16bit_binary(device: gpuops.Device, divisors: np.ndarray, workers: int, types: list[str]) -> int:
     failures = 0
     blocks = [divisors[i:i + BLOCK] for i in range(0, divisors.size, BLOCK)]
     with concurrent.futures.ProcessPoolExecutor(workers) as pool:
-        for dtype in SIXTEEN_BIT:
+        for dtype in types:
             for name in BINARY:
                 started = time.perf_counter()
-                wants = pool.map(reference, [name] * len(blocks), blocks, [dtype] * len(blocks))
-                for block, want in zip(blocks, wants):
-                    a, b = pairs(block, dtype)
+                across = [i % 2 == 1 for i in range(len(blocks))]  # every other block in the other order
+                wants = pool.map(reference, [name] * len(blocks), blocks, [dtype] * len(blocks), across)
+                for block, want, order in zip(blocks, wants, across):
+                    a, b = pairs(block, dtype, order)
                     failures += report(f"{name} {dtype}", getattr(gpuops, name)(a, b, device=device), want, (a, b))
                 print(f"{name} {dtype}: {divisors.size * ALL_HALVES.size} pairs in "
                       f"{time.perf_counter() - started:.1f} s")
@@ -88,6 +93,18 @@ def check_small(device: gpuops.Device) -> int:
     return failures
 
 
+def near_multiples(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """float32 pairs a ~ q * b for integer q below 2^26, a moved by up to 2 units either way; half the divisors have
+    significands at the ends of [1, 2)."""
+    b = (rng.standard_normal(n) * 1000).astype(np.float32)
+    ends = np.where(rng.random(n) < 0.5, 1.0 + 2.0 ** -23 * rng.integers(0, 4, n), 2.0 - 2.0 ** -23 * rng.integers(1, 5, n))
+    b = np.where(rng.random(n) < 0.5, b, (ends * np.exp2(rng.integers(-40, 40, n)) * np.sign(b)).astype(np.float32))
+    q = np.floor(np.exp2(rng.integers(0, 27, n)) * rng.random(n))
+    a = (q * b.astype(np.float64)).astype(np.float32).view(np.uint32)
+    a = (a.astype(np.int64) + rng.integers(-2, 3, n)).astype(np.uint32).view(np.float32)
+    return a * np.where(rng.random(n) < 0.5, 1, -1).astype(np.float32), b
+
+
 def check_float32(device: gpuops.Device, count: int) -> int:
     rng = np.random.default_rng(5)
     failures = 0
@@ -100,6 +117,10 @@ def check_float32(device: gpuops.Device, count: int) -> int:
         near = (near & 0x7fffffff) | (rng.integers(0, 2, n, dtype=np.uint32) << 31)
         b = np.where(np.arange(n) % 2 == 0, rng.integers(0, 1 << 32, n, dtype=np.uint32), near)
         a, b = a.view(np.float32), b.astype(np.uint32).view(np.float32)
+        # Every third pair: a dividend within a few units of an integer multiple of the divisor (up to 2^26), where a
+        # quotient estimate would be one off.
+        third = slice(0, n, 3)
+        a[third], b[third] = near_multiples(rng, a[third].size)
         for name, operator in BINARY.items():
             want = expected(operator, None, DataType.FLOAT32, a, b)
             failures += report(f"{name} float32", getattr(gpuops, name)(a, b, device=device), want, (a, b))
@@ -112,6 +133,8 @@ def main() -> int:
     parser.add_argument("--divisors", type=int, default=1 << 16,
                         help="16-bit divisors tried against every dividend, for float16, int16 and uint16 "
                              "(65536: all pairs)")
+    parser.add_argument("--sixteen-bit", nargs="+", default=list(SIXTEEN_BIT), choices=list(SIXTEEN_BIT),
+                        help="16-bit types whose pairs are checked (default: all three)")
     parser.add_argument("--float32", type=int, default=1 << 28, help="random float32 pairs per operator")
     parser.add_argument("--backend", default=None, help="wgpu-native or dawn (default: GPUOPS_BACKEND, else wgpu-native)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the NumPy reference")
@@ -121,7 +144,7 @@ def main() -> int:
     step = max(1, (1 << 16) // args.divisors)  # spread out, so a small run still crosses every exponent and sign
     divisors = ALL_HALVES[::step][:args.divisors].copy()
     failures = (check_small(device) + check_float32(device, args.float32)
-                + check_16bit_binary(device, divisors, args.workers))
+                + check_16bit_binary(device, divisors, args.workers, args.sixteen_bit))
     print("all exact" if failures == 0 else f"{failures} mismatches")
     return 1 if failures else 0
 

@@ -26,7 +26,7 @@ UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "float_lanes.wgsl")),
-    DataType.FLOAT16: ("float16.wgsl", ("rem_by_estimate.wgsl", "f16_bits.wgsl", "float_lanes.wgsl")),
+    DataType.FLOAT16: ("float16.wgsl", ("f16_bits.wgsl", "float_lanes.wgsl")),
     DataType.INT32: ("sint.wgsl", ()),
     DataType.INT16: ("sint.wgsl", ()),
     DataType.INT8: ("sint.wgsl", ()),

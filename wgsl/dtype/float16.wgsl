@@ -28,16 +28,13 @@ fn f16_add_opposite(r: u32, b: u32) -> u32 {
     return (b & F16_SIGN) | f16_sub_magnitudes(b & F16_ABS, r & F16_ABS);
 }
 
-// f16_add_opposite in the flagged lanes, r elsewhere.
+// f16_add_opposite in the flagged lanes, r elsewhere. Both lanes are computed without branches: about half the
+// lanes of ordinary data are flagged, so a warp would run both paths anyway. (An unflagged lane's sum is any
+// number, so the low one is cut to its lane.)
 fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
-    var s = r;
-    if ((moved & 1u) != 0u) {
-        s = (s & 0xffff0000u) | f16_add_opposite(r & 0xffffu, b & 0xffffu);
-    }
-    if ((moved >> 16u) != 0u) {
-        s = (s & 0xffffu) | (f16_add_opposite(r >> 16u, b >> 16u) << 16u);
-    }
-    return s;
+    let s = (f16_add_opposite(r & 0xffffu, b & 0xffffu) & 0xffffu) | (f16_add_opposite(r >> 16u, b >> 16u) << 16u);
+    let flagged = lanes_fill(moved);
+    return (s & flagged) | (r & ~flagged);
 }
 
 const ZERO_SIGN: u32 = F16_SIGN;  // of each lane: lanes_put sets it in the flagged lanes

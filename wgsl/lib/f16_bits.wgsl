@@ -1,67 +1,67 @@
-// Exact IEEE binary16 arithmetic on bit patterns held in the low 16 bits of a u32, with the conventions of
-// f32_bits.wgsl: integer results (float arithmetic only where its result is exact: a quotient estimate that
-// integers correct in lib/rem_by_estimate.wgsl, and f16_sub_magnitudes's float32 subtraction), "field exponent"
-// e with subnormals at e = 1, so that a finite value is mant * 2^(e - 25) with mant < 2^11.
+// Exact IEEE binary16 arithmetic on bit patterns held in the low 16 bits of a u32. Every float16 value is a normal
+// float32 value (the least is 2^-24), so the arithmetic runs on those, where the float32 operations used give
+// exact results (fmod) or the float32 result NumPy rounds from (MODULUS_FLOOR's addition); conversions between
+// the two are done on the bits, where inf, NaN and subnormals are exact.
 //
 // NumPy computes float16 arithmetic in float32 and rounds once more to float16: a remainder is exactly
-// representable in the operands' format, so fmod is never rounded and works on 11-bit significands directly; the
-// one addition MODULUS_FLOOR needs is computed as NumPy computes it (f16_sub_magnitudes).
+// representable in the operands' format, so fmod is never rounded; the one addition MODULUS_FLOOR needs is
+// computed as NumPy computes it (f16_sub_magnitudes).
 
 const F16_SIGN: u32 = 0x8000u;
 const F16_ABS: u32 = 0x7fffu;
 const F16_INF: u32 = 0x7c00u;
 const F16_QNAN: u32 = 0x7e00u;
-const F16_MANT: u32 = 0x03ffu;
 const F16_IMPLICIT: u32 = 0x0400u;
-
-fn f16_bits_exponent(mag: u32) -> u32 {
-    return max(mag >> 10u, 1u);
-}
-
-fn f16_bits_significand(mag: u32) -> u32 {
-    let m = mag & F16_MANT;
-    return select(m, m | F16_IMPLICIT, (mag >> 10u) != 0u);
-}
-
-// Field exponent e >= 1 and significand m (implicit bit set, or e == 1 and m < 2^10) to magnitude bits; as
-// f32_bits_pack, a rounding carry to m == 2^11 moves into the exponent.
-fn f16_bits_pack(e: u32, m: u32) -> u32 {
-    return ((e - 1u) << 10u) + m;
-}
+const F16_ONE: u32 = 0x3c00u;
 
 // C fmodf on binary16: the exact remainder of a / b truncated towards zero, with the sign of a (np.fmod).
+// Branch-free but for large quotients: the magnitudes are float32 values, where f16_rem_f32 divides exactly.
 fn f16_fmod_bits(a: u32, b: u32) -> u32 {
-    let sign = a & F16_SIGN;
     let ua = a & F16_ABS;
     let ub = b & F16_ABS;
-    // NaN operand, a = ±inf or b = ±0: invalid, NaN.
-    if (ua >= F16_INF || ub > F16_INF || ub == 0u) {
-        return F16_QNAN;
+    // NaN operand, a = ±inf or b = ±0: NaN. b = ±inf with a finite: a. Those lanes divide 0 by 1 (their result is
+    // not used), so every lane runs the same instructions on finite values.
+    let invalid = ua >= F16_INF || ub > F16_INF || ub == 0u;
+    let b_infinite = ub == F16_INF;
+    let x = f16_magnitude_to_f32(select(ua, 0u, invalid));
+    let y = f16_magnitude_to_f32(select(ub, F16_ONE, invalid || b_infinite));
+    let r = (a & F16_SIGN) | f16_from_f32_exact(f16_rem_f32(x, y));  // ±0 keeps a's sign
+    return select(select(r, a, b_infinite), F16_QNAN, invalid);
+}
+
+// x mod y for float16 values x >= 0, y > 0 held in float32, exactly.
+//
+// x and y are multiples of u, y's unit in the last place (u >= 2^-24; a larger x has a coarser unit, a multiple of
+// u), and y = my * u with my < 2^11. A step takes r to r - q * Y for a divisor Y = y * 2^s and an integer q below 2^12
+// within one of floor(r / Y), then moves the result into [0, Y) by adding or subtracting Y once. By
+// induction r is a multiple of 2^s * u (s only falls from step to step, and x is a multiple of 2^s * u because
+// s <= log2(x / y) <= x's exponent - y's), so every value a step makes has at most 24 significant bits: q * Y has
+// at most 12 + 11, and r - q * Y, of magnitude below 2 * Y, at most 12 beyond 2^s * u. Float32 holds each exactly,
+// so WGSL's correctly rounded `*` and `-` (contracted into a fused multiply-add or not) give them exactly, and
+// every value is 0 or at least 2^-24, normal in float32, so flushing subnormals changes nothing.
+//
+// The quotient comes from r * (1 / y): WGSL computes 1 / y within 2.5 units in the last place and rounds the
+// product, so the estimate is within 3.6e-7 of the ratio relatively, under 1.5e-3 absolutely for quotients up
+// to 2^12, and floor() of it is floor(r / Y) or one off either way. Each step shifts the estimate below 2^12
+// (s from its exponent), so a quotient of 2^40 (the most float16 allows) takes four steps and one below 2^12
+// (|x| < 4096 |y|, ordinary data) one.
+fn f16_rem_f32(x: f32, y: f32) -> f32 {
+    let inverse = 1.0 / y;
+    var r = x;
+    var estimate = r * inverse;
+    while (estimate >= 4096.0) {
+        let s = (bitcast<u32>(estimate) >> 23u) - 138u;  // estimate / 2^s in [2^11, 2^12): s >= 1
+        r = f16_rem_step(r, y * bitcast<f32>((127u + s) << 23u), estimate * bitcast<f32>((127u - s) << 23u));
+        estimate = r * inverse;
     }
-    // b = ±inf with a finite, or |a| < |b|: the remainder is a itself (±0 keeps its sign).
-    if (ub == F16_INF || ua < ub) {
-        return a;
-    }
-    // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-25) with d = ea - eb in 0..29. Significands are below 2^11, so
-    // a step can shift in 9 bits and stay within rem_by_estimate's 2^20: one step for d <= 9, four at most.
-    let eb = f16_bits_exponent(ub);
-    let mb = f16_bits_significand(ub);
-    var r = f16_bits_significand(ua);
-    var d = f16_bits_exponent(ua) - eb;
-    loop {
-        let k = min(d, 9u);
-        r = rem_by_estimate(r << k, mb);
-        d -= k;
-        if (d == 0u) {
-            break;
-        }
-    }
-    if (r == 0u) {
-        return sign;
-    }
-    // r < mb: normalise without going below exponent 1.
-    let shift = min(countLeadingZeros(r) - 21u, eb - 1u);
-    return sign | f16_bits_pack(eb - shift, r << shift);
+    return f16_rem_step(r, y, estimate);
+}
+
+// r - q * y moved into [0, y), for q = floor(estimate) within one of floor(r / y) (see f16_rem_f32).
+fn f16_rem_step(r: f32, y: f32, estimate: f32) -> f32 {
+    var rest = r - floor(estimate) * y;
+    rest = select(rest, rest + y, rest < 0.0);
+    return select(rest, rest - y, rest >= y);
 }
 
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf), as NumPy computes it: in float32,
@@ -69,10 +69,8 @@ fn f16_fmod_bits(a: u32, b: u32) -> u32 {
 // 2^-24), and so is their difference, so the GPU's float32 subtraction gives the bits NumPy's does (WGSL requires
 // `x - y` to be correctly rounded; only subnormals may be flushed). The rounding to float16 is done on the bits.
 fn f16_sub_magnitudes(big: u32, small: u32) -> u32 {
-    if (big == F16_INF) {
-        return F16_INF;
-    }
-    return f16_round_from_f32(f16_magnitude_to_f32(big) - f16_magnitude_to_f32(small));
+    let difference = f16_round_from_f32(f16_magnitude_to_f32(big) - f16_magnitude_to_f32(small));
+    return select(difference, F16_INF, big == F16_INF);
 }
 
 // A finite float16 magnitude as a float32 value: exact, and normal even for float16's subnormals.
@@ -81,16 +79,24 @@ fn f16_magnitude_to_f32(mag: u32) -> f32 {
     return select(subnormal, bitcast<f32>((mag << 13u) + 0x38000000u), mag >= F16_IMPLICIT);  // rebias 15 -> 127
 }
 
-// A positive float32 x from 2^-24 up to the largest float16, rounded to the nearest float16 magnitude, ties to
-// even. Below 2^-14 (a float16 subnormal) x is a multiple of 2^-24 here (a difference of float16 values below
-// 2^-14 has at most 10 significant bits, so float32 holds it exactly), and converts exactly.
+// A float32 x >= 0 below 2^16 as float16 bits, truncated (x), and the float32 significand bits cut off (y). Below
+// 2^-14 (float16's subnormals) x is a multiple of 2^-24 here (f16_rem_f32's remainders, and differences of float16
+// values below 2^-14, which have at most 10 significant bits); adding 2^-14 is then exact and puts those multiples
+// in the float32 significand's bits 13 up, the same shift as for normals, from float16 exponent field 1 down to 0.
+fn f16_split_f32(x: f32) -> vec2<u32> {
+    let subnormal = x < 6.103515625e-5;  // 2^-14
+    let bits = bitcast<u32>(select(x, x + 6.103515625e-5, subnormal));
+    return vec2<u32>((bits >> 13u) - select(0x1c000u, 0x1c400u, subnormal), bits & 0x1fffu);  // rebias 127 -> 15
+}
+
+// x (see f16_split_f32) when it is a float16 value: 0 or a float16 magnitude.
+fn f16_from_f32_exact(x: f32) -> u32 {
+    return f16_split_f32(x).x;
+}
+
+// x (see f16_split_f32) rounded to the nearest float16 magnitude, ties to even. A carry out of the significand
+// moves into the exponent, which is the right rounding.
 fn f16_round_from_f32(x: f32) -> u32 {
-    let bits = bitcast<u32>(x);
-    if (bits < 0x38800000u) {
-        return u32(x * 16777216.0);  // x * 2^24
-    }
-    let kept = (bits >> 13u) - 0x1c000u;  // rebias 127 -> 15: (127 - 15) << 10
-    let rest = bits & 0x1fffu;
-    // A carry out of the significand moves into the exponent, which is the right rounding.
-    return kept + select(0u, 1u, rest > 0x1000u || (rest == 0x1000u && (kept & 1u) == 1u));
+    let split = f16_split_f32(x);
+    return split.x + select(0u, 1u, split.y > 0x1000u || (split.y == 0x1000u && (split.x & 1u) == 1u));
 }
