@@ -97,7 +97,8 @@ def near_multiples(rng, n: int) -> tuple[np.ndarray, np.ndarray]:
     """float32 pairs a ~ q * b for integer q below 2^26, a moved by up to 2 units either way; half the divisors have
     significands at the ends of [1, 2)."""
     b = (rng.standard_normal(n) * 1000).astype(np.float32)
-    ends = np.where(rng.random(n) < 0.5, 1.0 + 2.0 ** -23 * rng.integers(0, 4, n), 2.0 - 2.0 ** -23 * rng.integers(1, 5, n))
+    low, high = 1.0 + 2.0 ** -23 * rng.integers(0, 4, n), 2.0 - 2.0 ** -23 * rng.integers(1, 5, n)
+    ends = np.where(rng.random(n) < 0.5, low, high)
     b = np.where(rng.random(n) < 0.5, b, (ends * np.exp2(rng.integers(-40, 40, n)) * np.sign(b)).astype(np.float32))
     q = np.floor(np.exp2(rng.integers(0, 27, n)) * rng.random(n))
     a = (q * b.astype(np.float64)).astype(np.float32).view(np.uint32)

@@ -32,8 +32,8 @@ fn f16_fmod_bits(a: u32, b: u32) -> u32 {
 // x mod y for float16 values x >= 0, y > 0 held in float32, exactly.
 //
 // x and y are multiples of u, y's unit in the last place (u >= 2^-24; a larger x has a coarser unit, a multiple of
-// u), and y = my * u with my < 2^11. A step takes r to r - q * Y for a divisor Y = y * 2^s and an integer q below 2^12
-// within one of floor(r / Y), then moves the result into [0, Y) by adding or subtracting Y once. By
+// u), and y = my * u with my < 2^11. A step takes r to r - q * Y for a divisor Y = y * 2^s and an integer
+// q < 2^12 within one of floor(r / Y), then moves the result into [0, Y) by adding or subtracting Y once. By
 // induction r is a multiple of 2^s * u (s only falls from step to step, and x is a multiple of 2^s * u because
 // s <= log2(x / y) <= x's exponent - y's), so every value a step makes has at most 24 significant bits: q * Y has
 // at most 12 + 11, and r - q * Y, of magnitude below 2 * Y, at most 12 beyond 2^s * u. Float32 holds each exactly,
