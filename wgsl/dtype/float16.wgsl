@@ -1,6 +1,6 @@
 // FLOAT16 elements as bit patterns in the low half of a u32 (see README.md for the interface).
-// Results equal NumPy's (which computes in float32 and rounds to float16): see lib/f16_bits.wgsl for why the
-// arithmetic can stay on 11-bit significands.
+// Results equal NumPy's (which computes in float32 and rounds to float16): see lib/f16_bits.wgsl for how the
+// arithmetic runs on float32 values exactly.
 const ELEM_ZERO: u32 = 0u;
 const ELEM_ONE: u32 = 0x3c00u;
 const ELEM_MINUS_ONE: u32 = 0xbc00u;

@@ -79,7 +79,7 @@ fn f16_magnitude_to_f32(mag: u32) -> f32 {
     return select(subnormal, bitcast<f32>((mag << 13u) + 0x38000000u), mag >= F16_IMPLICIT);  // rebias 15 -> 127
 }
 
-// A float32 x >= 0 below 2^16 as float16 bits, truncated (x), and the float32 significand bits cut off (y). Below
+// A float32 x >= 0 below 2^16 as (float16 bits with the rest cut off, the float32 significand bits cut off). Below
 // 2^-14 (float16's subnormals) x is a multiple of 2^-24 here (f16_rem_f32's remainders, and differences of float16
 // values below 2^-14, which have at most 10 significant bits); adding 2^-14 is then exact and puts those multiples
 // in the float32 significand's bits 13 up, the same shift as for normals, from float16 exponent field 1 down to 0.
