@@ -89,7 +89,12 @@ class KernelKey:
         chunk of input too when both types have the same width (see UNIT_SHAPES)."""
         if self.wide:
             return 2
-        return UNIT_SHAPES[self.output_type.size / self.input_type.size][1] // self.output_type.size
+        return self.unit_shape[1] // self.output_type.size
+
+    @property
+    def unit_shape(self) -> tuple[str, int]:
+        """UNIT_SHAPES' row for this kernel's ratio of widths (8/16/32-bit types)."""
+        return UNIT_SHAPES[self.output_type.size / self.input_type.size]
 
     @property
     def atomic_output(self) -> bool:
@@ -208,7 +213,7 @@ def shader_files(key: KernelKey) -> list[str]:
     if key.wide:
         files = ["common.wgsl", "wide.wgsl"]
     else:
-        files = ["common.wgsl", "narrow.wgsl", "units/" + UNIT_SHAPES[key.output_type.size / key.input_type.size][0]]
+        files = ["common.wgsl", "narrow.wgsl", "units/" + key.unit_shape[0]]
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     files += [f"lib/{name}" for name in libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,)]

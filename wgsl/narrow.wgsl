@@ -53,13 +53,13 @@ fn lanes_high_bit(x: u32) -> u32 {
 
 // All ones in each flagged lane (flags: 1 in a lane's lowest bit), zeros elsewhere: a mask for & and ^.
 fn lanes_fill(flags: u32) -> u32 {
-    return flags * IN_MASK;
+    return lanes_put(flags, IN_MASK);
 }
 
 // magnitude_rem (lib/divide_*.wgsl) lane by lane, for integer lanes of magnitudes a and b. A lane whose divisor
 // is zero gives a value below 2^IN_BITS that the caller masks. Written out rather than looped over: some shader
-// translators leave such loops rolled, and the per-lane work then costs more than the memory traffic. Each branch folds away for the other widths; the `% 32u` keeps shift amounts valid
-// where a branch does not apply.
+// translators leave such loops rolled, and the per-lane work then costs more than the memory traffic. Each branch
+// folds away for the other widths; the `% 32u` keeps shift amounts valid where a branch does not apply.
 fn lanes_magnitude_rem(a: u32, b: u32) -> u32 {
     var r = magnitude_rem(a & IN_MASK, b & IN_MASK);
     if (LANES >= 2u) {

@@ -10,7 +10,7 @@ fn lanes_put(flags: vec2<u32>, value: vec2<u32>) -> vec2<u32> {
 }
 
 fn lanes_fill(flags: vec2<u32>) -> vec2<u32> {
-    return select(vec2<u32>(), vec2<u32>(0xffffffffu), flags.x == 1u);
+    return lanes_put(flags, vec2<u32>(0xffffffffu));
 }
 
 fn load_element(operand: u32, offset: u32) -> InElem {

@@ -8,8 +8,9 @@
 var<workgroup> reciprocals: array<u32, 256>;
 
 fn prepare_workgroup(lane: u32) {
+    // d = 0 is never used: callers answer x % 0 themselves.
     for (var d = lane; d < 256u; d += WORKGROUP_SIZE) {
-        reciprocals[d] = select(0x10000u / max(d, 1u) + 1u, 0u, d == 0u);  // d = 0: never used (callers answer x % 0 themselves)
+        reciprocals[d] = select(0x10000u / max(d, 1u) + 1u, 0u, d == 0u);
     }
     workgroupBarrier();
 }
