@@ -20,21 +20,17 @@ fn elem_is_negative(x: u32) -> bool {
 
 // C's fmod on both lanes, exact (lib/f16_bits.wgsl).
 fn lanes_fmod(a: u32, b: u32) -> u32 {
-    return f16_fmod_bits(a & 0xffffu, b & 0xffffu) | (f16_fmod_bits(a >> 16u, b >> 16u) << 16u);
+    return f16_fmod_and_sum_bits(a & 0xffffu, b & 0xffffu).x | (f16_fmod_and_sum_bits(a >> 16u, b >> 16u).x << 16u);
 }
 
-// r + b for one lane's bits, rounded as NumPy rounds it (r and b of opposite signs, |r| < |b| or b infinite).
-fn f16_add_opposite(r: u32, b: u32) -> u32 {
-    return (b & F16_SIGN) | f16_sub_magnitudes(b & F16_ABS, r & F16_ABS);
-}
-
-// f16_add_opposite in the flagged lanes, r elsewhere. Both lanes are computed without branches: about half the
-// lanes of ordinary data are flagged, so a warp would run both paths anyway. (An unflagged lane's sum is any
-// number, so the low one is cut to its lane.)
-fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
-    let s = (f16_add_opposite(r & 0xffffu, b & 0xffffu) & 0xffffu) | (f16_add_opposite(r >> 16u, b >> 16u) << 16u);
-    let flagged = lanes_fill(moved);
-    return (s & flagged) | (r & ~flagged);
+// lanes_fmod, and r + b for MODULUS_FLOOR in every lane, rounded as NumPy rounds it where r and b have opposite
+// signs (lib/f16_bits.wgsl). Both come from one remainder, on float32 values: converting r back from its bits for
+// the addition cost float16 MODULUS_FLOOR a third of its speed on an H200.
+fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
+    let low = f16_fmod_and_sum_bits(a & 0xffffu, b & 0xffffu);
+    let high = f16_fmod_and_sum_bits(a >> 16u, b >> 16u);
+    *sum = low.y | (high.y << 16u);
+    return low.x | (high.x << 16u);
 }
 
 const ZERO_SIGN: u32 = F16_SIGN;  // of each lane: lanes_put sets it in the flagged lanes

@@ -21,12 +21,15 @@ fn lanes_fmod(a: u32, b: u32) -> u32 {
     return f32_fmod_bits(a, b);
 }
 
-// r + b rounded as NumPy rounds it, where flagged (r and b of opposite signs, |r| < |b| or b infinite).
-fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
-    if (moved == 0u) {
-        return r;
+// lanes_fmod, and r + b for MODULUS_FLOOR, rounded as NumPy rounds it, where r and b have opposite signs (r
+// elsewhere: the addition is skipped where it is not used).
+fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
+    let r = f32_fmod_bits(a, b);
+    *sum = r;
+    if (elem_is_negative(r) != elem_is_negative(b) && !elem_is_zero(r) && !elem_is_nan(r)) {
+        *sum = (b & F32_SIGN) | f32_sub_magnitudes(b & F32_ABS, r & F32_ABS);
     }
-    return (b & F32_SIGN) | f32_sub_magnitudes(b & F32_ABS, r & F32_ABS);
+    return r;
 }
 
 const ZERO_SIGN: u32 = F32_SIGN;

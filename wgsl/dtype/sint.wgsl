@@ -53,14 +53,16 @@ fn lanes_fmod(a: u32, b: u32) -> u32 {
     return (m ^ lanes_fill(negated)) + negated;
 }
 
-// r + b in the flagged lanes (r and b of opposite signs, |r| < |b|), r elsewhere. The lanes' low bits add, and
+// lanes_fmod, and r + b in every lane for MODULUS_FLOOR (wrapping within the lane). The lanes' low bits add, and
 // their high bits are set from the sum's bit there by xor, so no carry crosses into the next lane.
-fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
-    let added = b & lanes_fill(moved);
+fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
+    let r = lanes_fmod(a, b);
     if (LANES == 1u) {
-        return r + added;
+        *sum = r + b;
+    } else {
+        *sum = ((r & LANE_LOW) + (b & LANE_LOW)) ^ ((r ^ b) & LANE_HIGH);
     }
-    return ((r & LANE_LOW) + (added & LANE_LOW)) ^ ((r ^ added) & LANE_HIGH);
+    return r;
 }
 
 const ZERO_SIGN: u32 = 0u;  // an integer zero has no sign

@@ -37,9 +37,11 @@ fn lanes_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return select(r, u64_negate(r), elem_is_negative(a));
 }
 
-// r + b (wrapping) where flagged, r elsewhere.
-fn lanes_add_opposite(r: vec2<u32>, b: vec2<u32>, moved: vec2<u32>) -> vec2<u32> {
-    return select(r, u64_add(r, b), moved.x == 1u);
+// lanes_fmod, and r + b (wrapping) for MODULUS_FLOOR.
+fn lanes_fmod_and_sum(a: vec2<u32>, b: vec2<u32>, sum: ptr<function, vec2<u32>>) -> vec2<u32> {
+    let r = lanes_fmod(a, b);
+    *sum = u64_add(r, b);
+    return r;
 }
 
 const ZERO_SIGN: vec2<u32> = vec2<u32>(0u, 0u);  // an integer zero has no sign

@@ -32,8 +32,10 @@ fn lanes_fmod(a: u32, b: u32) -> u32 {
     return lanes_magnitude_rem(a, b) & ~lanes_fill(lanes_zero(b));
 }
 
-// Never called with a lane flagged: no unsigned value is negative.
-fn lanes_add_opposite(r: u32, b: u32, moved: u32) -> u32 {
+// lanes_fmod; no r + b is ever used (no unsigned value is negative).
+fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
+    let r = lanes_fmod(a, b);
+    *sum = r;
     return r;
 }
 

@@ -31,8 +31,10 @@ fn lanes_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return u64_rem(a, b);  // 0 for a zero divisor
 }
 
-// Never called with the lane flagged: no unsigned value is negative.
-fn lanes_add_opposite(r: vec2<u32>, b: vec2<u32>, moved: vec2<u32>) -> vec2<u32> {
+// lanes_fmod; no r + b is ever used (no unsigned value is negative).
+fn lanes_fmod_and_sum(a: vec2<u32>, b: vec2<u32>, sum: ptr<function, vec2<u32>>) -> vec2<u32> {
+    let r = lanes_fmod(a, b);
+    *sum = r;
     return r;
 }
 

@@ -5,7 +5,7 @@
 //
 // NumPy computes float16 arithmetic in float32 and rounds once more to float16: a remainder is exactly
 // representable in the operands' format, so fmod is never rounded; the one addition MODULUS_FLOOR needs is
-// computed as NumPy computes it (f16_sub_magnitudes).
+// computed as NumPy computes it (f16_fmod_and_sum_bits).
 
 const F16_SIGN: u32 = 0x8000u;
 const F16_ABS: u32 = 0x7fffu;
@@ -14,9 +14,12 @@ const F16_QNAN: u32 = 0x7e00u;
 const F16_IMPLICIT: u32 = 0x0400u;
 const F16_ONE: u32 = 0x3c00u;
 
-// C fmodf on binary16: the exact remainder of a / b truncated towards zero, with the sign of a (np.fmod).
+// C fmodf on binary16: the exact remainder r of a / b truncated towards zero, with the sign of a (np.fmod); and
+// for MODULUS_FLOOR r + b as NumPy computes it where r and b have opposite signs: b's sign on |b| - |r|, computed
+// in float32 and rounded to float16 (|r| < |b|, so it cannot overflow; b infinite gives b). Returns (r, r + b),
+// each in the low 16 bits (the sum is some float16 value where it is not used).
 // Branch-free but for large quotients: the magnitudes are float32 values, where f16_rem_f32 divides exactly.
-fn f16_fmod_bits(a: u32, b: u32) -> u32 {
+fn f16_fmod_and_sum_bits(a: u32, b: u32) -> vec2<u32> {
     let ua = a & F16_ABS;
     let ub = b & F16_ABS;
     // NaN operand, a = ±inf or b = ±0: NaN. b = ±inf with a finite: a. Those lanes divide 0 by 1 (their result is
@@ -25,8 +28,13 @@ fn f16_fmod_bits(a: u32, b: u32) -> u32 {
     let b_infinite = ub == F16_INF;
     let x = f16_magnitude_to_f32(select(ua, 0u, invalid));
     let y = f16_magnitude_to_f32(select(ub, F16_ONE, invalid || b_infinite));
-    let r = (a & F16_SIGN) | f16_from_f32_exact(f16_rem_f32(x, y));  // ±0 keeps a's sign
-    return select(select(r, a, b_infinite), F16_QNAN, invalid);
+    let rest = f16_rem_f32(x, y);
+    let r = (a & F16_SIGN) | f16_from_f32_exact(rest);  // ±0 keeps a's sign
+    // y and rest are float16 values, so normal float32 values, and y - rest > 0 is a multiple of 2^-24, normal too:
+    // the GPU's float32 subtraction (WGSL requires `x - y` correctly rounded; only subnormals may be flushed) gives
+    // the bits NumPy's does, and the rounding to float16 is done on the bits.
+    let sum = (b & F16_SIGN) | f16_round_from_f32(y - rest);
+    return vec2<u32>(select(select(r, a, b_infinite), F16_QNAN, invalid), select(sum, b, b_infinite));
 }
 
 // x mod y for float16 values x >= 0, y > 0 held in float32, exactly.
@@ -62,15 +70,6 @@ fn f16_rem_step(r: f32, y: f32, estimate: f32) -> f32 {
     var rest = r - floor(estimate) * y;
     rest = select(rest, rest + y, rest < 0.0);
     return select(rest, rest - y, rest >= y);
-}
-
-// |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf), as NumPy computes it: in float32,
-// then rounded to nearest, ties to even, to float16. Float16 values are normal float32 values (the least is
-// 2^-24), and so is their difference, so the GPU's float32 subtraction gives the bits NumPy's does (WGSL requires
-// `x - y` to be correctly rounded; only subnormals may be flushed). The rounding to float16 is done on the bits.
-fn f16_sub_magnitudes(big: u32, small: u32) -> u32 {
-    let difference = f16_round_from_f32(f16_magnitude_to_f32(big) - f16_magnitude_to_f32(small));
-    return select(difference, F16_INF, big == F16_INF);
 }
 
 // A finite float16 magnitude as a float32 value: exact, and normal even for float16's subnormals.
