@@ -18,19 +18,13 @@ fn elem_is_negative(x: u32) -> bool {
     return (x >> 15u) == 1u;
 }
 
-// C's fmod on both lanes, exact (lib/f16_bits.wgsl).
+// C's fmod (np.fmod) and Python's modulus (np.remainder) on both lanes, exact (lib/f16_bits.wgsl).
 fn lanes_fmod(a: u32, b: u32) -> u32 {
-    return f16_fmod_and_sum_bits(a & 0xffffu, b & 0xffffu).x | (f16_fmod_and_sum_bits(a >> 16u, b >> 16u).x << 16u);
+    let low = f16_remainder_bits(a & 0xffffu, b & 0xffffu, false);
+    return low | (f16_remainder_bits(a >> 16u, b >> 16u, false) << 16u);
 }
 
-// lanes_fmod, and r + b for MODULUS_FLOOR in every lane, rounded as NumPy rounds it where r and b have opposite
-// signs (lib/f16_bits.wgsl). Both come from one remainder, on float32 values: converting r back from its bits for
-// the addition cost float16 MODULUS_FLOOR a third of its speed on an H200.
-fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
-    let low = f16_fmod_and_sum_bits(a & 0xffffu, b & 0xffffu);
-    let high = f16_fmod_and_sum_bits(a >> 16u, b >> 16u);
-    *sum = low.y | (high.y << 16u);
-    return low.x | (high.x << 16u);
+fn lanes_mod_floor(a: u32, b: u32) -> u32 {
+    let low = f16_remainder_bits(a & 0xffffu, b & 0xffffu, true);
+    return low | (f16_remainder_bits(a >> 16u, b >> 16u, true) << 16u);
 }
-
-const ZERO_SIGN: u32 = F16_SIGN;  // of each lane: lanes_put sets it in the flagged lanes

@@ -16,20 +16,11 @@ fn elem_is_negative(x: u32) -> bool {
     return (x >> 31u) == 1u;
 }
 
-// One lane: C's fmodf, exact (lib/f32_bits.wgsl).
+// One lane: C's fmodf (np.fmod) and Python's modulus (np.remainder), exact (lib/f32_bits.wgsl).
 fn lanes_fmod(a: u32, b: u32) -> u32 {
     return f32_fmod_bits(a, b);
 }
 
-// lanes_fmod, and r + b for MODULUS_FLOOR, rounded as NumPy rounds it, where r and b have opposite signs (r
-// elsewhere: the addition is skipped where it is not used).
-fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
-    let r = f32_fmod_bits(a, b);
-    *sum = r;
-    if (elem_is_negative(r) != elem_is_negative(b) && !elem_is_zero(r) && !elem_is_nan(r)) {
-        *sum = (b & F32_SIGN) | f32_sub_magnitudes(b & F32_ABS, r & F32_ABS);
-    }
-    return r;
+fn lanes_mod_floor(a: u32, b: u32) -> u32 {
+    return f32_mod_floor_bits(a, b);
 }
-
-const ZERO_SIGN: u32 = F32_SIGN;

@@ -53,16 +53,14 @@ fn lanes_fmod(a: u32, b: u32) -> u32 {
     return (m ^ lanes_fill(negated)) + negated;
 }
 
-// lanes_fmod, and r + b in every lane for MODULUS_FLOOR (wrapping within the lane). The lanes' low bits add, and
-// their high bits are set from the sum's bit there by xor, so no carry crosses into the next lane.
-fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
+// Python's modulus in every lane: r + b (wrapping within the lane) where the remainder r is non-zero and its sign
+// differs from b's (a zero divisor gives r = 0). The lanes' low bits add, and their high bits are set from the
+// sum's bit there by xor, so no carry crosses into the next lane.
+fn lanes_mod_floor(a: u32, b: u32) -> u32 {
     let r = lanes_fmod(a, b);
+    let added = b & lanes_fill((lanes_high_bit(r) ^ lanes_high_bit(b)) & ~lanes_zero(r));
     if (LANES == 1u) {
-        *sum = r + b;
-    } else {
-        *sum = ((r & LANE_LOW) + (b & LANE_LOW)) ^ ((r ^ b) & LANE_HIGH);
+        return r + added;
     }
-    return r;
+    return ((r & LANE_LOW) + (added & LANE_LOW)) ^ ((r ^ added) & LANE_HIGH);
 }
-
-const ZERO_SIGN: u32 = 0u;  // an integer zero has no sign

@@ -37,11 +37,8 @@ fn lanes_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return select(r, u64_negate(r), elem_is_negative(a));
 }
 
-// lanes_fmod, and r + b (wrapping) for MODULUS_FLOOR.
-fn lanes_fmod_and_sum(a: vec2<u32>, b: vec2<u32>, sum: ptr<function, vec2<u32>>) -> vec2<u32> {
+// Python's modulus: r + b (wrapping) where the remainder r is non-zero and its sign differs from b's.
+fn lanes_mod_floor(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     let r = lanes_fmod(a, b);
-    *sum = u64_add(r, b);
-    return r;
+    return select(r, u64_add(r, b), !u64_is_zero(r) && elem_is_negative(r) != elem_is_negative(b));
 }
-
-const ZERO_SIGN: vec2<u32> = vec2<u32>(0u, 0u);  // an integer zero has no sign

@@ -32,11 +32,7 @@ fn lanes_fmod(a: u32, b: u32) -> u32 {
     return lanes_magnitude_rem(a, b) & ~lanes_fill(lanes_zero(b));
 }
 
-// lanes_fmod; no r + b is ever used (no unsigned value is negative).
-fn lanes_fmod_and_sum(a: u32, b: u32, sum: ptr<function, u32>) -> u32 {
-    let r = lanes_fmod(a, b);
-    *sum = r;
-    return r;
+// Python's modulus equals C's: no unsigned value is negative.
+fn lanes_mod_floor(a: u32, b: u32) -> u32 {
+    return lanes_fmod(a, b);
 }
-
-const ZERO_SIGN: u32 = 0u;  // an integer zero has no sign

@@ -31,11 +31,7 @@ fn lanes_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return u64_rem(a, b);  // 0 for a zero divisor
 }
 
-// lanes_fmod; no r + b is ever used (no unsigned value is negative).
-fn lanes_fmod_and_sum(a: vec2<u32>, b: vec2<u32>, sum: ptr<function, vec2<u32>>) -> vec2<u32> {
-    let r = lanes_fmod(a, b);
-    *sum = r;
-    return r;
+// Python's modulus equals C's: no unsigned value is negative.
+fn lanes_mod_floor(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return lanes_fmod(a, b);
 }
-
-const ZERO_SIGN: vec2<u32> = vec2<u32>(0u, 0u);  // an integer zero has no sign

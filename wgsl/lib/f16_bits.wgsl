@@ -5,7 +5,7 @@
 //
 // NumPy computes float16 arithmetic in float32 and rounds once more to float16: a remainder is exactly
 // representable in the operands' format, so fmod is never rounded; the one addition MODULUS_FLOOR needs is
-// computed as NumPy computes it (f16_fmod_and_sum_bits).
+// computed as NumPy computes it (f16_remainder_bits).
 
 const F16_SIGN: u32 = 0x8000u;
 const F16_ABS: u32 = 0x7fffu;
@@ -14,27 +14,40 @@ const F16_QNAN: u32 = 0x7e00u;
 const F16_IMPLICIT: u32 = 0x0400u;
 const F16_ONE: u32 = 0x3c00u;
 
-// C fmodf on binary16: the exact remainder r of a / b truncated towards zero, with the sign of a (np.fmod); and
-// for MODULUS_FLOOR r + b as NumPy computes it where r and b have opposite signs: b's sign on |b| - |r|, computed
-// in float32 and rounded to float16 (|r| < |b|, so it cannot overflow; b infinite gives b). Returns (r, r + b),
-// each in the low 16 bits (the sum is some float16 value where it is not used).
+// The remainder of a / b for binary16 bits (low 16 bits of a and b), exact:
+// - floor false: C's fmodf (np.fmod), the remainder r truncated towards zero, with the sign of a;
+// - floor true: Python's modulus (np.remainder): where r is non-zero and a and b have opposite signs, r + b as
+//   NumPy computes it (b's sign on |b| - |r|, computed in float32 and rounded to float16; |r| < |b|, so no
+//   overflow), and a zero remainder takes b's sign.
+// floor is a constant at every call, so each caller's code keeps one of the two.
 // Branch-free but for large quotients: the magnitudes are float32 values, where f16_rem_f32 divides exactly.
-fn f16_fmod_and_sum_bits(a: u32, b: u32) -> vec2<u32> {
+fn f16_remainder_bits(a: u32, b: u32, floor: bool) -> u32 {
     let ua = a & F16_ABS;
     let ub = b & F16_ABS;
-    // NaN operand, a = ±inf or b = ±0: NaN. b = ±inf with a finite: a. Those lanes divide 0 by 1 (their result is
-    // not used), so every lane runs the same instructions on finite values.
+    // NaN operand, a = ±inf or b = ±0: NaN. b = ±inf with a finite: below. Those lanes divide 0 by 1 (their
+    // result is not used), so every lane runs the same instructions on finite values.
     let invalid = ua >= F16_INF || ub > F16_INF || ub == 0u;
     let b_infinite = ub == F16_INF;
-    let x = f16_magnitude_to_f32(select(ua, 0u, invalid));
+    let x = f16_magnitude_to_f32(select(ua, 0u, invalid || b_infinite));
     let y = f16_magnitude_to_f32(select(ub, F16_ONE, invalid || b_infinite));
     let rest = f16_rem_f32(x, y);
-    let r = (a & F16_SIGN) | f16_from_f32_exact(rest);  // ±0 keeps a's sign
-    // y and rest are float16 values, so normal float32 values, and y - rest > 0 is a multiple of 2^-24, normal too:
-    // the GPU's float32 subtraction (WGSL requires `x - y` correctly rounded; only subnormals may be flushed) gives
-    // the bits NumPy's does, and the rounding to float16 is done on the bits.
-    let sum = (b & F16_SIGN) | f16_round_from_f32(y - rest);
-    return vec2<u32>(select(select(r, a, b_infinite), F16_QNAN, invalid), select(sum, b, b_infinite));
+    let opposite = ((a ^ b) & F16_SIGN) != 0u;
+    var result: u32;
+    var infinite_divisor = a;  // fmod(a, ±inf) = a
+    if (floor) {
+        let moved = opposite && rest != 0.0;
+        // y - rest (y, rest float16 values, so normal float32 values, and y - rest > 0 a multiple of 2^-24, normal
+        // too): the GPU's float32 subtraction (WGSL requires `x - y` correctly rounded; only subnormals may be
+        // flushed) gives the bits NumPy's does, and the rounding to float16 is done on the bits. Rounding rest,
+        // a float16 value, changes nothing.
+        let magnitude = f16_round_from_f32(select(rest, y - rest, moved));
+        result = (select(a, b, moved || rest == 0.0) & F16_SIGN) | magnitude;
+        // a + ±inf is ±inf where a is non-zero of the other sign; a zero takes b's sign.
+        infinite_divisor = select(select(a, b, opposite), b & F16_SIGN, ua == 0u);
+    } else {
+        result = (a & F16_SIGN) | f16_from_f32_exact(rest);  // ±0 keeps a's sign
+    }
+    return select(select(result, infinite_divisor, b_infinite), F16_QNAN, invalid);
 }
 
 // x mod y for float16 values x >= 0, y > 0 held in float32, exactly.

@@ -78,6 +78,21 @@ fn f32_fmod_bits(a: u32, b: u32) -> u32 {
     return sign | f32_bits_pack(eb - shift, r << shift);
 }
 
+// Python's modulus (np.remainder) from C's: where the remainder r is non-zero and its sign differs from b's,
+// r + b as NumPy computes it (b's sign on |b| - |r|: |r| < |b|, or b is infinite); a zero remainder takes b's
+// sign; NaN stays NaN (an invalid division gives a NaN with the sign bit clear, tested on the magnitude).
+fn f32_mod_floor_bits(a: u32, b: u32) -> u32 {
+    let r = f32_fmod_bits(a, b);
+    let ur = r & F32_ABS;
+    if (((r ^ b) & F32_SIGN) == 0u || ur > F32_INF) {
+        return r;
+    }
+    if (ur == 0u) {
+        return r ^ F32_SIGN;
+    }
+    return (b & F32_SIGN) | f32_sub_magnitudes(b & F32_ABS, ur);
+}
+
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction,
 // round to nearest, ties to even, subnormals kept (sub_significands, below). This is the only addition
 // MODULUS_FLOOR needs (a remainder moved into the divisor's sign). Below big, so it cannot overflow.
