@@ -59,7 +59,7 @@ fn u64_mul_small(d: vec2<u32>, q: u32) -> vec2<u32> {
     let middle = q * (d.x >> 16u);  // times 2^16
     let x = low + (middle << 16u);
     let carry = select(0u, 1u, x < low);
-    return vec2<u32>(x, q * d.y + (middle >> 16u) + carry);  // the high word wraps only in the product's bits
+    return vec2<u32>(x, q * d.y + (middle >> 16u) + carry);  // wraps in no bit the product has: it is below 2^64
 }
 
 // r - q * d moved into [0, d), for q < 2^16 equal to floor(r / d) or one less (see u64_rem): q * d <= r, and
@@ -77,7 +77,7 @@ const U64_ESTIMATE_BIAS: f32 = 0.99999237060546875;
 //
 // Error bound. Let u = 2^-23 and f = u64_to_f32, so f(r) = r (1 ± u)^2 and f(b) = b (1 ± u)^2. WGSL computes
 // 1 / y within 2.5 units in the last place (a factor 1 ± 2.5 u; f(b) >= 1 is in its range) and rounds each
-// product to a float neighbour (1 ± u each; a fused or reordered evaluation only rounds less). So
+// product to a float neighbour (1 ± u each; fusing or reordering the operations rounds no more often). So
 // E = f(r) * inverse, with inverse = (1 / f(b)) * (1 - 64 u), has E / (r / b) = (1 ± 8.5 u) (1 - 64 u) to first
 // order (second-order terms are below 0.01 u):
 //     (r / b) (1 - 73 u) < E < (r / b) (1 - 55 u) < r / b    for r > 0 (r = 0 gives E = 0).
