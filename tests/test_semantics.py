@@ -6,8 +6,18 @@ import zlib
 import numpy as np
 import pytest
 
+from gpuops import DataType
+
 from .dml import make_desc, run_and_check
-from .reference import BINARY, op_cases, random_values, special_values
+from .reference import (
+    BINARY,
+    assert_same_bits,
+    op_cases,
+    random_values,
+    reference,
+    run_numpy_api,
+    special_values,
+)
 
 CASES = list(op_cases())
 
@@ -58,3 +68,32 @@ def test_modulus_hard_cases(device, dtype):
         data_type = DataType.from_numpy(np.dtype(dtype))
         desc = make_desc(operator, None, data_type, data_type, (len(pairs),))
         run_and_check(device, desc, np.random.default_rng(2), lambda t, n: next(values))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64])
+def test_modulus_64bit_quotients(device, dtype):
+    """64-bit remainders take at most 16 quotient bits a step from a float estimate (wgsl/lib/u64.wgsl): every
+    pair of 2^k - 1, 2^k, 2^k + 1 (quotients of every size up to 2^64 - 1, b = 1, b = a, b = a + 1) and dividends
+    next to random multiples of random divisors, where an estimate is one off."""
+    signed = dtype == np.int64
+    values = {2**k + d for k in range(64) for d in (-1, 0, 1)}
+    if signed:
+        values = {v for v in values if v <= 2**63} | {2**64 - v for v in values if 0 < v <= 2**63}
+    edges = np.array(sorted(v % 2**64 for v in values), np.uint64).view(dtype)
+    a, b = (x.reshape(-1) for x in np.meshgrid(edges, edges, indexing="ij"))
+    rng = np.random.default_rng(64)
+    near = []
+    for _ in range(2000):
+        d = int(rng.integers(0, 2**63)) >> int(rng.integers(0, 63)) | 1  # every bit length
+        q = int(rng.integers(0, 2**63)) >> int(rng.integers(0, 64))
+        q = min(q, (2**63 - 1 if signed else 2**64 - 1) // d)  # q * d in range
+        near.append(((q * d + int(rng.integers(-2, 3))) % 2**64, d))
+    a = np.concatenate([a, np.array([x for x, _ in near], np.uint64).view(dtype)])
+    b = np.concatenate([b, np.array([d for _, d in near], np.uint64).view(dtype)])
+    if signed:  # every sign combination of the near-multiple pairs
+        a[-len(near):] *= np.where(rng.random(len(near)) < 0.5, 1, -1).astype(dtype)
+        b[-len(near):] *= np.where(rng.random(len(near)) < 0.5, 1, -1).astype(dtype)
+    for operator in sorted(BINARY):
+        data_type = DataType.from_numpy(np.dtype(dtype))
+        got = run_numpy_api(operator, None, data_type, a, b, device=device)
+        assert_same_bits(got, reference(operator, None, data_type, a, b), a, b)
