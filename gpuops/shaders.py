@@ -141,12 +141,13 @@ class KernelKey:
 
 def tuned_units_per_invocation(key: KernelKey) -> int:
     """Units each invocation runs, as measured on an H200 (docs/performance.md): one for a linear kernel whose unit
-    stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%); four where
-    an invocation has work to amortise over its units: a strided unit's coordinates, the 8-bit division table's
-    fill (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit."""
+    stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%), except int16
+    division, where two gained 4-5% (uint16's and every other dtype's stayed within 2% or lost); four where an
+    invocation has work to amortise over its units: a strided unit's coordinates, the 8-bit division table's fill
+    (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit."""
     chunk_units = key.unit * key.output_type.size == 16
     if all(key.linear) and chunk_units and not key.reciprocal_table:
-        return 1
+        return 2 if key.input_type == DataType.INT16 and key.shader in DIVIDING_SHADERS else 1
     return UNITS_PER_INVOCATION
 
 
