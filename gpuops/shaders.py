@@ -103,11 +103,16 @@ class KernelKey:
         return self.output_type.size < 4 and not self.linear[2] and not self.output_words_owned
 
     @property
+    def divides(self) -> bool:
+        """The operator divides (the modulus operators): integer types then need a divider."""
+        return self.shader in DIVIDING_SHADERS
+
+    @property
     def reciprocal_table(self) -> bool:
         """8-bit division by a table of reciprocals in workgroup memory, filled once per workgroup. Other kernels
         divide by a float estimate or `%` and have no workgroup memory (zero-initialising it would cost every
         workgroup)."""
-        return self.input_type.size == 1 and self.shader in DIVIDING_SHADERS
+        return self.input_type.size == 1 and self.divides
 
     @property
     def divider(self) -> str:
@@ -115,7 +120,7 @@ class KernelKey:
         reciprocals, 16-bit ones by a float estimate of the quotient, 32-bit ones by `%`."""
         if self.reciprocal_table:
             return "divide_by_reciprocals.wgsl"
-        if self.input_type in (DataType.INT16, DataType.UINT16) and self.shader in DIVIDING_SHADERS:
+        if self.input_type in (DataType.INT16, DataType.UINT16) and self.divides:
             return "divide_by_estimate.wgsl"
         return "divide_plain.wgsl"
 
@@ -147,7 +152,7 @@ def tuned_units_per_invocation(key: KernelKey) -> int:
     (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit."""
     chunk_units = key.unit * key.output_type.size == 16
     if all(key.linear) and chunk_units and not key.reciprocal_table:
-        return 2 if key.input_type == DataType.INT16 and key.shader in DIVIDING_SHADERS else 1
+        return 2 if key.input_type == DataType.INT16 and key.divides else 1
     return UNITS_PER_INVOCATION
 
 

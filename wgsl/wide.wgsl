@@ -9,10 +9,6 @@ fn lanes_put(flags: vec2<u32>, value: vec2<u32>) -> vec2<u32> {
     return select(vec2<u32>(), value, flags.x == 1u);
 }
 
-fn lanes_fill(flags: vec2<u32>) -> vec2<u32> {
-    return lanes_put(flags, vec2<u32>(0xffffffffu));
-}
-
 fn load_element(operand: u32, offset: u32) -> InElem {
     return vec2<u32>(in_word(operand, 2u * offset), in_word(operand, 2u * offset + 1u));
 }

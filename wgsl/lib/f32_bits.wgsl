@@ -3,7 +3,8 @@
 // Floating-point arithmetic is avoided on purpose: WGSL lets implementations flush subnormals,
 // assume there is no inf/NaN, and compute `/` approximately, while these functions must give the
 // same bits on every GPU. Everything below is unsigned integer bit manipulation, except one
-// subtraction of normal values (f32_sub_magnitudes), which WGSL defines exactly.
+// subtraction (f32_sub_magnitudes) on normal values, scaled by 2^64 where they are tiny, which WGSL
+// defines exactly.
 //
 // Conventions used throughout:
 //   - "field exponent" e is the 8-bit exponent field, except that subnormals (field 0) use e = 1
@@ -104,8 +105,9 @@ fn f32_mod_floor_bits(a: u32, b: u32) -> u32 {
 // - big < 2^-100: both scaled by 2^64 are normal (f32_scale_up, exact), and their rounded difference is the
 //   rounded difference scaled: at or above 2^-126 both round to 24 significant bits, and below it the difference, a
 //   multiple of 2^-149, is exact in both. f32_scale_down undoes the scaling exactly.
-// The tiny path stays small and in a branch: its code costs every kernel that holds it. (An integer subtraction
-// there held the broadcast float32 MODULUS_FLOOR to 894 GB/s on an H200, against 1817 without it.)
+// The tiny path is kept small and in a branch, but any path here costs the broadcast float32 MODULUS_FLOOR half its
+// speed on an H200 (about 895 GB/s with this one or an integer subtraction, 1827 with the bare subtraction, which
+// is not exact where subnormals are flushed): see docs/performance.md.
 fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
     if (big == F32_INF) {
         return F32_INF;

@@ -8,10 +8,6 @@ fn u64_is_zero(a: vec2<u32>) -> bool {
     return (a.x | a.y) == 0u;
 }
 
-fn u64_equal(a: vec2<u32>, b: vec2<u32>) -> bool {
-    return a.x == b.x && a.y == b.y;
-}
-
 // a < b as unsigned 64-bit numbers.
 fn u64_less(a: vec2<u32>, b: vec2<u32>) -> bool {
     return a.y < b.y || (a.y == b.y && a.x < b.x);
