@@ -25,7 +25,7 @@ UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
 
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
-    DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "float_lanes.wgsl")),
+    DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "rem_by_estimate.wgsl", "float_lanes.wgsl")),
     DataType.FLOAT16: ("float16.wgsl", ("f16_bits.wgsl", "float_lanes.wgsl")),
     DataType.INT32: ("sint.wgsl", ()),
     DataType.INT16: ("sint.wgsl", ()),
@@ -222,7 +222,9 @@ def shader_files(key: KernelKey) -> list[str]:
         files = ["common.wgsl", "narrow.wgsl", "units/" + key.unit_shape[0]]
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
-    files += [f"lib/{name}" for name in libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,)]
+    # (dict.fromkeys: a library two of these need is included once)
+    needed = dict.fromkeys(libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,))
+    files += [f"lib/{name}" for name in needed]
     files += [f"dtype/{family}", f"ops/{key.shader}"]
     return files
 

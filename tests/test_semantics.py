@@ -97,3 +97,38 @@ def test_modulus_64bit_quotients(device, dtype):
         data_type = DataType.from_numpy(np.dtype(dtype))
         got = run_numpy_api(operator, None, data_type, a, b, device=device)
         assert_same_bits(got, reference(operator, None, data_type, a, b), a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_modulus_float_path_boundaries(device, dtype):
+    """Both sides of the bounds of the float remainders' usual paths: float32 takes one estimated step for
+    quotients below 2^20 and divisors from 2^-126 to below 2^126 (wgsl/lib/f32_bits.wgsl), float16's MODULUS_FLOOR
+    both lanes at once for quotients below 2^12, normal operands and results zero or from 2^-14 up
+    (wgsl/lib/f16_bits.wgsl). Divisors at the ends of each exponent's range, dividends within two units of
+    q * b for quotients q next to those bounds, every sign."""
+    info = np.finfo(dtype)
+    rng = np.random.default_rng(16 if dtype == np.float16 else 32)
+    exponents = [info.minexp - 1, info.minexp, info.minexp + 1, info.minexp + 8, info.minexp + 13, -3, 0, 7,
+                 info.maxexp - 13, info.maxexp - 9, info.maxexp - 2, info.maxexp - 1]
+    eps = float(info.eps)
+    significands = [1.0, 1.0 + eps, 1.5, 2.0 - eps, 2.0 - 2 * eps] + list(1.0 + rng.random(3))
+    divisors = np.array([s * 2.0 ** e for s in significands for e in exponents], np.float64)
+    quotients = np.array([0, 1, 2, 3, 255, 256, 257, 511, 512, 513, 4095, 4096, 4097, 2 ** 19 + 1, 2 ** 20 - 1,
+                          2 ** 20, 2 ** 20 + 1, 2 ** 21 + 1], np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        products = (np.outer(divisors, quotients) + np.outer(divisors, rng.random(quotients.size) * 0.25))
+        a = products.astype(dtype).reshape(-1)
+        b = np.repeat(divisors.astype(dtype), quotients.size)
+        bits = a.view(np.uint16 if dtype == np.float16 else np.uint32).astype(np.int64)
+        a = np.concatenate([(bits + k).astype(bits.dtype) for k in (-2, -1, 0, 1, 2)])
+        a = a.astype(np.uint16 if dtype == np.float16 else np.uint32).view(dtype)
+        b = np.tile(b, 5)
+    finite = np.isfinite(a) & np.isfinite(b)
+    a, b = a[finite], b[finite]
+    signs = rng.integers(0, 4, a.size)
+    a = np.where(signs & 1, -a, a).astype(dtype)
+    b = np.where(signs & 2, -b, b).astype(dtype)
+    data_type = DataType.from_numpy(np.dtype(dtype))
+    for operator in sorted(BINARY):
+        got = run_numpy_api(operator, None, data_type, a, b, device=device)
+        assert_same_bits(got, reference(operator, None, data_type, a, b), a, b)

@@ -18,9 +18,9 @@ fn elem_is_negative(x: u32) -> bool {
 
 // One lane: C's fmodf (np.fmod) and Python's modulus (np.remainder), exact (lib/f32_bits.wgsl).
 fn lanes_fmod(a: u32, b: u32) -> u32 {
-    return f32_fmod_bits(a, b);
+    return f32_remainder_bits(a, b, false);
 }
 
 fn lanes_mod_floor(a: u32, b: u32) -> u32 {
-    return f32_mod_floor_bits(a, b);
+    return f32_remainder_bits(a, b, true);
 }

@@ -1,10 +1,10 @@
 // Exact IEEE binary32 arithmetic on bit patterns held in u32.
 //
-// Floating-point arithmetic is avoided on purpose: WGSL lets implementations flush subnormals,
-// assume there is no inf/NaN, and compute `/` approximately, while these functions must give the
-// same bits on every GPU. Everything below is unsigned integer bit manipulation, except one
-// subtraction (f32_sub_magnitudes) on normal values, scaled by 2^64 where they are tiny, which WGSL
-// defines exactly.
+// Floating-point results are avoided on purpose: WGSL lets implementations flush subnormals, assume there is no
+// inf/NaN, and compute `/` approximately, while these functions must give the same bits on every GPU. Everything
+// below is unsigned integer bit manipulation, except a quotient estimate that integers correct
+// (lib/rem_by_estimate.wgsl) and one subtraction (f32_sub_magnitudes) on normal values, scaled by 2^64 where they
+// are tiny, which WGSL defines exactly.
 //
 // Conventions used throughout:
 //   - "field exponent" e is the 8-bit exponent field, except that subnormals (field 0) use e = 1
@@ -18,6 +18,7 @@ const F32_INF: u32 = 0x7f800000u;
 const F32_QNAN: u32 = 0x7fc00000u;
 const F32_MANT: u32 = 0x007fffffu;
 const F32_IMPLICIT: u32 = 0x00800000u;
+const F32_RECIPROCAL_NORMAL: u32 = 0x7e800000u;  // 2^126: 1 / x is normal below it
 
 // Field exponent of a finite magnitude (sign already cleared); subnormals count as exponent 1.
 fn f32_bits_exponent(mag: u32) -> u32 {
@@ -38,66 +39,74 @@ fn f32_bits_pack(e: u32, m: u32) -> u32 {
     return ((e - 1u) << 23u) + m;
 }
 
-// C fmodf(a, b): the exact remainder of a / b truncated towards zero, with the sign of a.
-fn f32_fmod_bits(a: u32, b: u32) -> u32 {
-    let sign = a & F32_SIGN;
+// The remainder of a / b, exact:
+// - floored false: C's fmodf (np.fmod), the remainder r truncated towards zero, with the sign of a;
+// - floored true: Python's modulus (np.remainder): where r is non-zero and a and b have opposite signs, r + b as
+//   NumPy computes it (b's sign on |b| - |r|, rounded), and a zero remainder takes b's sign. Every result then has
+//   b's sign.
+// floored is a constant at every call, so each caller's code keeps one of the two.
+fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
     let ua = a & F32_ABS;
     let ub = b & F32_ABS;
     // NaN operand, a = ±inf or b = ±0: invalid, NaN.
     if (ua >= F32_INF || ub > F32_INF || ub == 0u) {
         return F32_QNAN;
     }
-    // b = ±inf with a finite, or |a| < |b|: the remainder is a itself (±0 keeps its sign).
-    if (ub == F32_INF || ua < ub) {
-        return a;
+    let sign = select(a, b, floored) & F32_SIGN;
+    let moved = floored && ((a ^ b) & F32_SIGN) != 0u;
+    // |a| < |b|, b = ±inf included: the remainder is a itself (±0 keeps its sign), which floored moves to
+    // |b| - |a|, rounded (the one rounded result).
+    if (ua < ub) {
+        if (moved && ua != 0u) {
+            return sign | f32_sub_magnitudes(ub, ua);
+        }
+        return sign | ua;
     }
 
-    let ea = f32_bits_exponent(ua);
-    let eb = f32_bits_exponent(ub);
-    let mb = f32_bits_significand(ub);
     // |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so
     // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150)  with d = ea - eb >= 0 (because |a| >= |b|).
-    // Bring in the factor 2^d up to 8 bits at a time: ma < 2^24 and then r < mb < 2^24, so r << 8 still fits in
-    // u32. Every invocation takes the same first step, d = 0 included, so the usual small d costs one `%` for a
-    // whole warp; d <= 253, so this runs at most 32 times.
-    var r = f32_bits_significand(ua);
-    var d = ea - eb;
-    loop {
-        let k = min(d, 8u);
-        r = (r << k) % mb;
-        d -= k;
-        if (d == 0u || r == 0u) {
-            break;
+    var eb = ub >> 23u;
+    var mb = (ub & F32_MANT) | F32_IMPLICIT;
+    var r: u32;
+    let d = (ua >> 23u) - eb;
+    if (d < 20u && ub - F32_IMPLICIT < F32_RECIPROCAL_NORMAL - F32_IMPLICIT) {
+        // Nearly all data: b normal (and so a), quotients below 2^20, and |b| below 2^126, so 1 / |b| is normal.
+        // |a| / |b| = ma * 2^d / mb, and WGSL computes 1 / |b| within 2.5 units in the last place and rounds the
+        // product, so the estimate is within 3.6e-7 * 2^20 < 0.38 of it (lib/rem_by_estimate.wgsl). ma * 2^d
+        // passes 2^32 from d = 9 up; it is taken modulo 2^32, where the remainder is computed.
+        r = rem_from_estimate(((ua & F32_MANT) | F32_IMPLICIT) << d, mb,
+                              bitcast<f32>(ua) * (1.0 / bitcast<f32>(ub)));
+    } else {
+        // Any finite operands, subnormal ones included: bring in the factor 2^d up to 8 bits at a time. ma < 2^24
+        // and then r < mb < 2^24, so r << 8 still fits in u32. d <= 253, so this runs at most 32 times.
+        eb = f32_bits_exponent(ub);
+        mb = f32_bits_significand(ub);
+        r = f32_bits_significand(ua);
+        var rest = f32_bits_exponent(ua) - eb;
+        loop {
+            let k = min(rest, 8u);
+            r = (r << k) % mb;
+            rest -= k;
+            if (rest == 0u || r == 0u) {
+                break;
+            }
         }
     }
     if (r == 0u) {
         return sign;
     }
+    // Floored, the sum r + b is (mb - r) * 2^(eb-150), below |b| in the same unit: exact, no rounding.
+    r = select(r, mb - r, moved);
     // r < mb, so r * 2^(eb-150) is exactly representable: normalise it without going below
     // exponent 1 (where it stays subnormal).
     let shift = min(countLeadingZeros(r) - 8u, eb - 1u);
     return sign | f32_bits_pack(eb - shift, r << shift);
 }
 
-// Python's modulus (np.remainder) from C's: where the remainder r is non-zero and its sign differs from b's,
-// r + b as NumPy computes it (b's sign on |b| - |r|: |r| < |b|, or b is infinite); a zero remainder takes b's
-// sign; NaN stays NaN (an invalid division gives a NaN with the sign bit clear, tested on the magnitude).
-fn f32_mod_floor_bits(a: u32, b: u32) -> u32 {
-    let r = f32_fmod_bits(a, b);
-    let ur = r & F32_ABS;
-    if (((r ^ b) & F32_SIGN) == 0u || ur > F32_INF) {
-        return r;
-    }
-    if (ur == 0u) {
-        return r ^ F32_SIGN;
-    }
-    return (b & F32_SIGN) | f32_sub_magnitudes(b & F32_ABS, ur);
-}
-
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction, round to
-// nearest, ties to even, subnormals kept. This is the only addition MODULUS_FLOOR needs (a remainder moved into the
-// divisor's sign); below big, so it cannot overflow. The GPU's own subtraction computes it, on the values
-// themselves or, for tiny ones, on the values scaled by 2^64:
+// nearest, ties to even, subnormals kept. This is the only rounded addition MODULUS_FLOOR needs (a dividend below
+// the divisor moved into the divisor's sign); below big, so it cannot overflow. The GPU's own subtraction computes
+// it, on the values themselves or, for tiny ones, on the values scaled by 2^64:
 // - big >= 2^-100: where small is normal, so is the difference (at least big / 2, or where small > big / 2 a
 //   positive multiple of small's unit in the last place, at least 2^-124), and WGSL requires `x - y` correctly
 //   rounded (only subnormals may be flushed). Where small is subnormal, big - small lies within 2^-126 of big, whose
