@@ -45,7 +45,7 @@ fn f16_pair_mod_floor(a: u32, b: u32) -> F16PairResult {
     let lb = vec2<u32>(mb & 0xffffu, mb >> 16u);
     let normal_a = la - vec2<u32>(F16_IMPLICIT) < vec2<u32>(F16_INF - F16_IMPLICIT);
     let normal_b = lb - vec2<u32>(F16_IMPLICIT) < vec2<u32>(F16_INF - F16_IMPLICIT);
-    let usual_operands = all(normal_b & (normal_a | la == vec2<u32>(0u)));
+    let usual_operands = all(normal_b & (normal_a | (la == vec2<u32>(0u))));
     let x = unpack2x16float(ma);
     let y = unpack2x16float(mb);
     let estimate = x * (1.0 / y);
@@ -53,10 +53,10 @@ fn f16_pair_mod_floor(a: u32, b: u32) -> F16PairResult {
     rest = select(rest, rest + y, rest < vec2<f32>(0.0));
     rest = select(rest, rest - y, rest >= y);
     let opposite = (vec2<u32>(a ^ b) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u);
-    rest = select(rest, y - rest, opposite == vec2<u32>(1u) & rest != vec2<f32>(0.0));
+    rest = select(rest, y - rest, (opposite == vec2<u32>(1u)) & (rest != vec2<f32>(0.0)));
     let bits = bitcast<vec2<u32>>(rest) & vec2<u32>(F32_ABS_BITS);
     let zero = bits == vec2<u32>(0u);
-    let usual_results = all(bits >= vec2<u32>(F32_LEAST_F16_NORMAL) | zero);
+    let usual_results = all((bits >= vec2<u32>(F32_LEAST_F16_NORMAL)) | zero);
     let rounded = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
     let h = select(rounded, vec2<u32>(0u), zero);
     let ordinary = usual_operands && all(estimate < vec2<f32>(4096.0)) && usual_results;
