@@ -55,12 +55,10 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
     let sign = select(a, b, floored) & F32_SIGN;
     let moved = floored && ((a ^ b) & F32_SIGN) != 0u;
     // |a| < |b|, b = ±inf included: the remainder is a itself (±0 keeps its sign), which floored moves to
-    // |b| - |a|, rounded (the one rounded result).
+    // |b| - |a|, rounded (the one rounded result). A select, not a branch: on an H200 the branch cost MODULUS_FLOOR
+    // 36% on Dawn and the broadcast case 18% on wgpu-native (docs/performance.md).
     if (ua < ub) {
-        if (moved && ua != 0u) {
-            return sign | f32_sub_magnitudes(ub, ua);
-        }
-        return sign | ua;
+        return sign | select(ua, f32_sub_magnitudes(ub, ua), moved && ua != 0u);
     }
 
     // |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so
