@@ -35,7 +35,7 @@ struct F16PairResult {
 //   (moved results, zeros, and those whose signs agree).
 // - The bits come back by rounding to nearest, ties to even, on the float32 bits (a normal float16 result's bits
 //   sit 13 up, its exponent rebiased): exact remainders round to themselves.
-// Measured on an H200 (docs/performance.md): MODULUS_FLOOR 10% faster than lane by lane. Not used for
+// Measured on an H200 (docs/performance.md): MODULUS_FLOOR 9% faster than lane by lane. Not used for
 // MODULUS_TRUNCATE, which ran 3% slower this way; with inf and NaN handled here too (so that fewer warps take the
 // lane-by-lane path) both ran 8-10% slower. The price: data with many special values (5%) runs both paths in
 // nearly every warp, 1.5 TB/s where lane by lane alone gave 2.2.
