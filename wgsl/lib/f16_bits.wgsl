@@ -28,8 +28,11 @@ struct F16PairResult {
 // results: divisors normal, dividends zero or normal, quotients below 2^12, results zero or at least 2^-14
 // (float16's least normal). `ordinary` says whether both lanes are such; where they are not (inf, NaN, zero
 // divisors, subnormals, large quotients) the caller goes lane by lane.
-// - unpack2x16float converts normal float16 values and zero exactly (WGSL leaves subnormals, inf and NaN to the
-//   implementation; they never count here).
+// - unpack2x16float converts normal float16 values and zero exactly. WGSL leaves subnormals, inf and NaN to the
+//   implementation (webgpu-traps.md: never rely on it there), so whether a lane counts is decided from its bits
+//   alone (usual_operands); a lane that does not count may hold any value, and its float results are never used
+//   (usual_operands is false, so `ordinary` is, and the caller goes lane by lane on the bits).
+// - The remainder step is f16_rem_step's three lines on both lanes at once.
 // - One step of f16_rem_f32 (estimate below 2^12) gives the remainder exactly (the proof is at f16_rem_f32).
 // - y - rest is the GPU's float32 subtraction, as in f16_remainder_bits, and every result takes the divisor's sign
 //   (moved results, zeros, and those whose signs agree).
