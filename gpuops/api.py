@@ -154,8 +154,23 @@ def _positive_strides(views: list[np.ndarray]) -> tuple[list[np.ndarray], tuple[
 
 def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[int, ...]:
     """Packed element strides in the inputs' memory order, as NumPy's order='K' (np.sign(x.T) is F-ordered): a
-    transposed input then runs as one contiguous stream instead of a gather."""
-    order = sorted(range(len(shape)), key=lambda d: tuple(-v.strides[d] for v in views))  # outermost first
+    transposed input then runs as one contiguous stream instead of a gather. The order is NumPy's (nditer's axis
+    ordering): an axis moves outward past another only when every input that steps through both has the larger
+    stride there; an input broadcast along either axis (stride 0) has no say, and disagreement keeps C order. (A
+    broadcast row then gives a C-ordered result whose rows stream, not a column-major one that splats.)"""
+    order: list[int] = []  # outermost first
+    for axis in range(len(shape)):
+        position = len(order)
+        for j in range(len(order) - 1, -1, -1):
+            deciding = [(abs(v.strides[axis]), abs(v.strides[order[j]])) for v in views
+                        if v.strides[axis] != 0 and v.strides[order[j]] != 0]
+            if not deciding:
+                continue  # ambiguous: look further out
+            if all(this > other for this, other in deciding):
+                position = j
+            else:
+                break
+        order.insert(position, axis)
     strides = [0] * len(shape)
     step = 1
     for d in reversed(order):

@@ -138,3 +138,32 @@ def test_output_follows_the_inputs_memory_order(device):
     assert got.flags.f_contiguous and got.flags.writeable
     assert_same_bits(got, np.sign(x.T))
     assert np.sign(x.T).flags.f_contiguous
+
+
+def _grid(*shape: int) -> np.ndarray:
+    return np.arange(1, np.prod(shape) + 1, dtype=np.float32).reshape(shape)
+
+
+ORDER_CASES = {  # (a, b) of every kind of order agreement, with broadcast operands
+    "row-broadcast": lambda: (_grid(3, 5), _grid(5)),
+    "column-broadcast": lambda: (_grid(5, 1), _grid(5, 3)),
+    "transposed-and-row": lambda: (_grid(5, 4).T, _grid(5)),
+    "transposed-and-column": lambda: (_grid(5, 4).T, _grid(4, 1)),
+    "transposed-and-packed": lambda: (_grid(5, 4).T, _grid(4, 5)),
+    "both-transposed": lambda: (_grid(5, 4).T, _grid(5, 4).T),
+    "3-d-middle-broadcast": lambda: (_grid(4, 1, 3), _grid(2, 3)),
+    "3-d-reversed-order": lambda: (_grid(4, 3, 2).transpose(2, 1, 0), _grid(3, 1)),
+}
+
+
+@pytest.mark.parametrize("case", list(ORDER_CASES))
+def test_output_order_is_numpys_with_broadcast_inputs(device, case):
+    """Broadcast inputs (zero strides) have no say in the order, and disagreement keeps C order, as in NumPy: a
+    row broadcast over rows gives a C-ordered result, not a column-major one."""
+    a, b = ORDER_CASES[case]()
+    expected = np.remainder(a, b)
+    got = gpuops.modulus_floor(a, b, device=device)
+    assert got.strides == expected.strides
+    assert_same_bits(got, expected)
+    for x in (np.broadcast_to(a, expected.shape), np.broadcast_to(b, expected.shape)):
+        assert gpuops.sign(x, device=device).strides == np.sign(x).strides
