@@ -304,6 +304,8 @@ class CompiledOperator:
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
             key = dataclasses.replace(key, output_words_owned=owned, units_per_invocation=device.units_per_invocation
                                       or shaders.tuned_units_per_invocation(key))
+            if not all(linear):
+                key = dataclasses.replace(key, rows=_rows_grid(key, it, device.max_workgroups_per_dimension) is not None)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows))
         return tuple(dispatches)
 
@@ -324,9 +326,12 @@ class CompiledOperator:
                     buffer, offset, size = device.placeholder(access), 0, 16
             entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
-        units = -(-element_count // key.unit)
-        groups = -(-units // (key.workgroup_size * key.units_per_invocation))
-        return _Dispatch(pipeline, bind_group, _grid(groups, device.max_workgroups_per_dimension), uniform_buffer)
+        if key.rows:
+            grid = _rows_grid(key, it, device.max_workgroups_per_dimension)
+        else:
+            units = -(-element_count // key.unit)
+            grid = _grid(-(-units // (key.workgroup_size * key.units_per_invocation)), device.max_workgroups_per_dimension)
+        return _Dispatch(pipeline, bind_group, grid, uniform_buffer)
 
 
 class Batch:
@@ -386,6 +391,22 @@ def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
     return (-(-groups // rows), rows, 1)
 
 
+def _rows_grid(key: KernelKey, it: Iteration, per_dimension: int) -> tuple[int, int, int] | None:
+    """The grid of a ROWS kernel (wgsl/common.wgsl): x = blocks of one row of the innermost dimension, y and z =
+    rows, with fewer than one y-row of surplus. None where the layout does not suit one: a single dimension, rows
+    that do not hold whole units (a unit would span two rows), or rows of fewer units than a workgroup has
+    invocations (most of each workgroup would idle)."""
+    row_size = it.sizes[-1]
+    if it.rank < 2 or row_size % key.unit or row_size // key.unit < key.workgroup_size:
+        return None
+    blocks = -(-(row_size // key.unit) // (key.workgroup_size * key.units_per_invocation))
+    rows = math.prod(it.sizes[:-1])
+    if blocks > per_dimension or rows > per_dimension**2:
+        return None
+    layers = -(-rows // per_dimension)
+    return (blocks, -(-rows // layers), layers)
+
+
 def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_count: int, unit: int) -> bytes:
     """The Params struct of wgsl/common.wgsl."""
     sizes = np.ones(8, np.uint32)
@@ -395,5 +416,5 @@ def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_co
     for operand, slot in enumerate(slots):
         strides[slot, : it.rank] = it.strides[operand]
         base[slot] = bases[operand]
-    tail = np.array([element_count, -(-element_count // unit), 0, 0], np.uint32)
+    tail = np.array([element_count, -(-element_count // unit), element_count // it.sizes[-1], 0], np.uint32)
     return b"".join(a.tobytes() for a in (sizes, strides, base, tail))

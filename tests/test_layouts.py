@@ -9,6 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
+import gpuops
 from gpuops import DataType
 
 from .dml import make_desc, run_and_check
@@ -83,3 +84,53 @@ def test_dml_strides(device, case, rank, zero_strides):
     desc = make_desc(operator, mode, in_type, out_type, shape, strides)
     offsets = {name: 16 * int(rng.integers(0, 5)) for name in (*names, "output_tensor")}
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets)
+
+
+ROW_LAYOUTS = ["row-broadcast", "column-broadcast", "middle-broadcast", "strided-output", "in-place"]
+
+
+@pytest.fixture(scope="module")
+def row_grid_device(device):
+    """Workgroups of two invocations, four units each, at most four workgroups per grid dimension: rows of 64
+    elements hold whole units of every type, at least a workgroup's worth, in at most four blocks, and 15 rows
+    need the grid's third dimension (with one row of surplus)."""
+    small = gpuops.Device(wgpu_device=device.wgpu_device)
+    small.workgroup_size, small.units_per_invocation, small.max_workgroups_per_dimension = 2, 4, 4
+    return small
+
+
+ROW_CASES = [pytest.param(case, layout, id=f"{name}-{layout}") for case, name in op_cases() for layout in ROW_LAYOUTS
+             if layout != "in-place" or case[2] == case[3]]  # in place: the output's type is the input's
+
+
+@pytest.mark.parametrize(("case", "layout"), ROW_CASES)
+def test_row_grid(row_grid_device, monkeypatch, case, layout):
+    """Strided layouts whose rows hold whole units run on the ROWS grid (wgsl/common.wgsl): x = blocks of a row,
+    y and z = rows, offsets stepped along the row."""
+    operator, mode, in_type, out_type = case
+    shape = (3, 5, 64)
+    padded = (5 * 80, 80, 1)
+    names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
+    strides = {name: padded for name in names}
+    strides["output_tensor"] = None
+    broadcast = names[-1]
+    if layout == "row-broadcast":
+        strides[broadcast] = (0, 0, 1)
+    elif layout == "column-broadcast":
+        strides[broadcast] = (5, 1, 0)
+    elif layout == "middle-broadcast":
+        strides[broadcast] = (64, 0, 1)
+    elif layout == "strided-output":
+        strides["output_tensor"] = (5 * 130, 130, 2)
+    elif layout == "in-place":
+        strides["output_tensor"] = padded
+    keys = []
+    pipeline = row_grid_device.pipeline
+    monkeypatch.setattr(row_grid_device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    rng = _rng(case, layout, "rows")
+    desc = make_desc(operator, mode, in_type, out_type, shape, strides)
+    run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
+                  in_place=names[0] if layout == "in-place" else None)
+    assert keys and all(key.rows for key in keys)
+    plan = list(row_grid_device._plans.values())[-1]
+    assert all(dispatch.grid[2] > 1 for dispatch in plan)

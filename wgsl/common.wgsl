@@ -16,7 +16,7 @@ struct Params {
     base: vec4<u32>,                            // element offset of a, b, out's first element in its binding
     element_count: u32,
     unit_count: u32,                            // ceil(element_count / UNIT)
-    _pad0: u32,
+    row_count: u32,                             // ROWS: rows of the innermost dimension (element_count / its size)
     _pad1: u32,
 }
 
@@ -98,9 +98,42 @@ fn run_elements(first: u32, count: u32) {
 fn run_unit(unit: u32) {
     let first = unit * UNIT;
     if (params.element_count - first >= UNIT) {  // (first + UNIT could pass 2^32)
-        run_full_unit(first);
+        run_full_unit(first, unit_start(first));
     } else {
         run_elements(first, params.element_count - first);  // the tensor's last, partial unit
+    }
+}
+
+// ROWS: offsets of the first element of row `row` of the innermost dimension (rows counted in row-major order).
+fn row_offsets(row: u32) -> vec3<u32> {
+    var rest = row;
+    var offsets = params.base.xyz;
+    for (var d = RANK - 1u; d > 1u; d -= 1u) {  // dimensions RANK - 2 down to 1
+        let size = dim_size(d - 1u);
+        let quotient = rest / size;
+        offsets += (rest - quotient * size) * dim_strides(d - 1u);
+        rest = quotient;
+    }
+    return offsets + rest * dim_strides(0u);
+}
+
+// ROWS kernels (strided layouts whose innermost dimension holds whole units, at least a workgroup's worth): the
+// grid's x counts blocks of one row, y and z count rows. A unit's offsets are then its row's plus a step along
+// the row, with no division per unit (a broadcast operand's kernel spent most of its time on that division).
+fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
+    let row = group.z * groups.y + group.y;
+    if (row >= params.row_count) {
+        return;  // the grid's surplus
+    }
+    let row_size = dim_size(RANK - 1u);
+    let offsets = row_offsets(row);
+    let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
+    for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
+        let column = (first_unit + i * WORKGROUP_SIZE) * UNIT;
+        if (column >= row_size) {
+            return;
+        }
+        run_full_unit(row * row_size + column, UnitStart(offsets + column * dim_strides(RANK - 1u), true));
     }
 }
 
@@ -109,6 +142,10 @@ fn main(@builtin(workgroup_id) group: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
     prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
+    if (ROWS) {
+        run_row_units(group, groups, lane);
+        return;
+    }
     // A 2-D grid, because one dimension holds at most 65535 workgroups.
     let block = group.y * groups.x + group.x;
     let first_unit = block * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;

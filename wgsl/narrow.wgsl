@@ -172,8 +172,8 @@ fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bo
     store_lanes(index, bits, mask);
 }
 
-fn run_full_unit(first: u32) {
-    let start = unit_start(first);
+// The unit of elements first .. first + UNIT - 1, whose offsets and row are `start`.
+fn run_full_unit(first: u32, start: UnitStart) {
     let out = unit_results(first, start.offsets, start.in_row);
     let out_start = contiguous_start(OPERAND_OUT, OUT_LINEAR, first, start.offsets, start.in_row);
     if (out_start != NO_START) {

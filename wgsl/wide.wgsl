@@ -25,8 +25,8 @@ fn load_unit(operand: u32, linear: bool, offsets0: vec3<u32>, offsets1: vec3<u32
     return vec4<u32>(load_element(operand, offsets0[operand]), load_element(operand, offsets1[operand]));
 }
 
-fn run_full_unit(first: u32) {
-    let start = unit_start(first);
+// The unit of elements first .. first + UNIT - 1, whose offsets and row are `start`.
+fn run_full_unit(first: u32, start: UnitStart) {
     let offsets0 = start.offsets;
     let in_row = start.in_row;
     let offsets1 = unit_element_offsets(first, 1u, offsets0, in_row);
