@@ -299,15 +299,13 @@ class CompiledOperator:
                 output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size)
-            key = dataclasses.replace(key, units_per_invocation=device.units_per_invocation
-                                      or shaders.tuned_units_per_invocation(key))
-            as_rows = dataclasses.replace(key, rows=True)  # (its unit may differ: shaders.ROWS_UNIT_SHAPES)
-            if not all(linear) and _rows_grid(as_rows, it, device.max_workgroups_per_dimension) is not None:
-                key = as_rows
             # Inputs read through the output's binding keep the atomics: their words may be written around them.
             owned = key.atomic_output and all(place == SEPARATE for place in placement) and units_own_their_words(
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
-            key = dataclasses.replace(key, output_words_owned=owned)
+            key = dataclasses.replace(key, output_words_owned=owned, units_per_invocation=device.units_per_invocation
+                                      or shaders.tuned_units_per_invocation(key))
+            if not all(linear):
+                key = dataclasses.replace(key, rows=_rows_grid(key, it, device.max_workgroups_per_dimension) is not None)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows))
         return tuple(dispatches)
 

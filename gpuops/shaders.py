@@ -43,9 +43,6 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
 UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("half_width_out.wgsl", 16),
                                              0.25: ("quarter_width_out.wgsl", 4), 2: ("double_width_out.wgsl", 16)}
 
-# ROWS kernels' rows where they differ: float32 -> uint8 takes a whole output chunk (see the file).
-ROWS_UNIT_SHAPES: dict[float, tuple[str, int]] = {0.25: ("quarter_width_chunk_out.wgsl", 16)}
-
 # Libraries in wgsl/lib/ a divider (KernelKey.divider) is built on.
 DIVIDER_LIBRARIES: dict[str, tuple[str, ...]] = {"divide_by_estimate.wgsl": ("rem_by_estimate.wgsl",)}
 
@@ -97,9 +94,8 @@ class KernelKey:
 
     @property
     def unit_shape(self) -> tuple[str, int]:
-        """UNIT_SHAPES' row for this kernel's ratio of widths (8/16/32-bit types), or ROWS_UNIT_SHAPES' one."""
-        ratio = self.output_type.size / self.input_type.size
-        return (self.rows and ROWS_UNIT_SHAPES.get(ratio)) or UNIT_SHAPES[ratio]
+        """UNIT_SHAPES' row for this kernel's ratio of widths (8/16/32-bit types)."""
+        return UNIT_SHAPES[self.output_type.size / self.input_type.size]
 
     @property
     def atomic_output(self) -> bool:
