@@ -56,8 +56,12 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
     let moved = floored && ((a ^ b) & F32_SIGN) != 0u;
     // |a| < |b|, b = ±inf included: the remainder is a itself (±0 keeps its sign), which floored moves to
     // |b| - |a|, rounded (the one rounded result). A select, not a branch: on an H200 the branch cost MODULUS_FLOOR
-    // 36% on Dawn and the broadcast case 18% on wgpu-native (docs/performance.md).
+    // 36% on Dawn and the broadcast case 18% on wgpu-native (docs/performance.md). Truncated returns before it, so
+    // its kernel holds no subtraction (with the select alone, Dawn's broadcast MODULUS_TRUNCATE lost 39%).
     if (ua < ub) {
+        if (!floored) {
+            return sign | ua;
+        }
         return sign | select(ua, f32_sub_magnitudes(ub, ua), moved && ua != 0u);
     }
 
