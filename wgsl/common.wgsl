@@ -1,6 +1,6 @@
 // Shared by every kernel: the per-dispatch uniforms, element addressing and the entry point.
 // The generated prelude (gpuops/shaders.py) declares the aliases InElem/OutElem, the constants (RANK, UNIT,
-// IN_BITS, OUT_BITS, *_LINEAR, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...), the bindings (one writable view
+// IN_BITS, OUT_BITS, *_LINEAR, ROWS, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...), the bindings (one writable view
 // of the output, out_words) and in_chunk(operand, i) / in_word(operand, i), which read an input's 16-byte
 // chunks and u32 words wherever that input is bound.
 
