@@ -15,11 +15,11 @@ ALL_CASES = [c for c, _ in op_cases()]
 
 
 @st.composite
-def described_runs(draw):
+def described_runs(draw, ranks=st.integers(1, 8), dimension_sizes=st.integers(1, 4)):
     case = draw(st.sampled_from(ALL_CASES))
     operator = case[0]
-    rank = draw(st.integers(1, 8))
-    sizes = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    rank = draw(ranks)
+    sizes = tuple(draw(st.lists(dimension_sizes, min_size=rank, max_size=rank)))
     names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
     strides = {}
     for name in (*names, "output_tensor"):
@@ -49,6 +49,29 @@ def test_random_descriptions(device, run):
     desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
     rng = np.random.default_rng(seed)
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets, in_place=in_place)
+
+
+_SMALL_WORKGROUP_DEVICES: dict[tuple[str, int], gpuops.Device] = {}
+
+
+def _small_workgroups(device: gpuops.Device, units_per_invocation: int) -> gpuops.Device:
+    """Workgroups of one invocation: every strided layout whose rows hold whole units runs on the ROWS grid."""
+    key = (device.backend, units_per_invocation)
+    if key not in _SMALL_WORKGROUP_DEVICES:
+        small = gpuops.Device(wgpu_device=device.wgpu_device)
+        small.workgroup_size, small.units_per_invocation, small.max_workgroups_per_dimension = 1, units_per_invocation, 8
+        _SMALL_WORKGROUP_DEVICES[key] = small
+    return _SMALL_WORKGROUP_DEVICES[key]
+
+
+# Sizes of 16 and 32 give rows of whole units for every type (a unit is 2 to 16 elements).
+@given(described_runs(ranks=st.integers(2, 4), dimension_sizes=st.sampled_from([1, 2, 3, 16, 32])), st.integers(1, 3))
+def test_random_descriptions_on_row_grids(device, run, units_per_invocation):
+    (operator, mode, in_type, out_type), sizes, strides, offsets, in_place, seed = run
+    desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
+    rng = np.random.default_rng(seed)
+    run_and_check(_small_workgroups(device, units_per_invocation), desc, rng, lambda t, n: random_values(t, n, rng),
+                  offsets=offsets, in_place=in_place)
 
 
 @st.composite
