@@ -14,8 +14,12 @@ from .reference import BINARY, assert_same_bits, op_cases, random_values, refere
 ALL_CASES = [c for c, _ in op_cases()]
 
 
+ANY_RANK = st.integers(1, 8)
+SMALL_SIZES = st.integers(1, 4)
+
+
 @st.composite
-def described_runs(draw, ranks=st.integers(1, 8), dimension_sizes=st.integers(1, 4)):
+def described_runs(draw, ranks=ANY_RANK, dimension_sizes=SMALL_SIZES):
     case = draw(st.sampled_from(ALL_CASES))
     operator = case[0]
     rank = draw(ranks)
