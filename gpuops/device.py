@@ -302,18 +302,8 @@ class CompiledOperator:
             # Inputs read through the output's binding keep the atomics: their words may be written around them.
             owned = key.atomic_output and all(place == SEPARATE for place in placement) and units_own_their_words(
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
-            # A strided 8/16-bit output of one dimension, with a small stride and its first element at the start of
-            # a word: each round of a workgroup covers whole words, so its stores can be staged and written once.
-            # (Where the stage would not fit the device's workgroup memory, the unit's stores stay as they are.)
             key = dataclasses.replace(key, output_words_owned=owned, units_per_invocation=device.units_per_invocation
                                       or shaders.tuned_units_per_invocation(key))
-            if (key.output_type.size < 4 and not linear[2] and it.rank == 1
-                    and 2 <= it.strides[-1][0] <= shaders.STAGE_STRIDE_MAX
-                    and all(place == SEPARATE for place in placement)
-                    and windows[-1].base_element * element_sizes[-1] % 4 == 0):
-                staged = dataclasses.replace(key, output_words_owned=False, staged_stride=it.strides[-1][0])
-                if staged.workgroup_memory_bytes <= device.limits["max-compute-workgroup-storage-size"]:
-                    key = staged
             if not all(linear):
                 key = dataclasses.replace(key, rows=_rows_grid(key, it, device.max_workgroups_per_dimension) is not None)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows))

@@ -43,10 +43,6 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
 UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("half_width_out.wgsl", 16),
                                              0.25: ("quarter_width_out.wgsl", 4), 2: ("double_width_out.wgsl", 16)}
 
-# Largest output stride (in elements) whose stores are staged in workgroup memory (wgsl/out_staged.wgsl): the
-# stage holds a round's output span, WORKGROUP_SIZE units times the stride.
-STAGE_STRIDE_MAX = 4
-
 # Libraries in wgsl/lib/ a divider (KernelKey.divider) is built on.
 DIVIDER_LIBRARIES: dict[str, tuple[str, ...]] = {"divide_by_estimate.wgsl": ("rem_by_estimate.wgsl",)}
 
@@ -75,8 +71,6 @@ class KernelKey:
     output_chunks: bool = True  # the output's window is whole 16-byte chunks: bind it as vec4<u32>
     output_words_owned: bool = False  # a strided 8/16-bit output none of whose words holds two units' elements
     rows: bool = False  # the grid walks rows of the innermost dimension, each whole units (see device._rows_grid)
-    staged_stride: int = 0  # > 0: a strided 8/16-bit output of one dimension with this stride, its stores staged in
-    # workgroup memory (wgsl/out_staged.wgsl)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
@@ -107,14 +101,7 @@ class KernelKey:
     def atomic_output(self) -> bool:
         """Sub-word outputs with strides: lanes of one word may be written by different invocations. (Where each
         word belongs to one unit, its invocation changes its lanes with plain reads and writes.)"""
-        return (self.output_type.size < 4 and not self.linear[2] and not self.output_words_owned
-                and not self.staged_stride)
-
-    @property
-    def workgroup_memory_bytes(self) -> int:
-        """Workgroup memory the kernel declares: the staged output's words and masks, the 8-bit reciprocals."""
-        stage = 2 * 4 * self.workgroup_size * (self.unit * self.output_type.size // 4) * self.staged_stride
-        return stage + (4 * 256 if self.reciprocal_table else 0)
+        return self.output_type.size < 4 and not self.linear[2] and not self.output_words_owned
 
     @property
     def divides(self) -> bool:
@@ -155,7 +142,7 @@ class KernelKey:
     def output_view(self) -> str:
         """The output's one binding: 16-byte chunks when possible, else u32 words (atomic for strided 8/16-bit
         outputs)."""
-        return "out_chunks" if self.output_chunks and not (self.atomic_output or self.staged_stride) else "out_words"
+        return "out_chunks" if self.output_chunks and not self.atomic_output else "out_words"
 
 
 def tuned_units_per_invocation(key: KernelKey) -> int:
@@ -193,8 +180,6 @@ def prelude(key: KernelKey) -> str:
         f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
     ]
-    if key.staged_stride:
-        lines.append(f"const STAGE_STRIDE: u32 = {key.staged_stride}u;")
     lines += [f"const {name}: u32 = {value}u;" for name, value in key.constants]
     for binding, name, access, _ in key.bindings():
         if name.endswith("_chunks"):
@@ -237,10 +222,7 @@ def shader_files(key: KernelKey) -> list[str]:
         files = ["common.wgsl", "wide.wgsl"]
     else:
         files = ["common.wgsl", "narrow.wgsl", "units/" + key.unit_shape[0]]
-    if key.staged_stride:
-        files += ["out_staged.wgsl", "entry_staged.wgsl"]
-    else:
-        files += ["out_atomic.wgsl" if key.atomic_output else output_file, "entry.wgsl"]
+    files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     # (dict.fromkeys: a library two of these need is included once)
     needed = dict.fromkeys(libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,))

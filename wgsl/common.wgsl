@@ -1,4 +1,4 @@
-// Shared by every kernel: the per-dispatch uniforms and element addressing (the entry point: entry*.wgsl).
+// Shared by every kernel: the per-dispatch uniforms, element addressing and the entry point.
 // The generated prelude (gpuops/shaders.py) declares the aliases InElem/OutElem, the constants (RANK, UNIT,
 // IN_BITS, OUT_BITS, *_LINEAR, ROWS, WORKGROUP_SIZE, UNITS_PER_INVOCATION, ...), the bindings (one writable view
 // of the output, out_words) and in_chunk(operand, i) / in_word(operand, i), which read an input's 16-byte
@@ -134,5 +134,27 @@ fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
             return;
         }
         run_full_unit(row * row_size + column, UnitStart(offsets + column * dim_strides(RANK - 1u), true));
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) group: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
+    if (ROWS) {
+        run_row_units(group, groups, lane);
+        return;
+    }
+    // A 2-D grid, because one dimension holds at most 65535 workgroups.
+    let block = group.y * groups.x + group.x;
+    let first_unit = block * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
+    // Consecutive invocations take consecutive units, so every memory access of a warp is coalesced.
+    for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
+        let unit = first_unit + i * WORKGROUP_SIZE;
+        if (unit >= params.unit_count) {
+            return;
+        }
+        run_unit(unit);
     }
 }
