@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 import gpuops
 from gpuops import Binding, DataType, SignDesc, TensorDesc
-from gpuops.device import _grid
+from gpuops.device import _grid, _rows_grid
+from gpuops.layout import Iteration
+from gpuops.shaders import SEPARATE, KernelKey
 from gpuops.operators import spec_of
 
 from .dml import USAGE, make_desc, run_and_check
@@ -209,6 +211,33 @@ def test_grid_covers_the_workgroups_with_less_than_a_row_to_spare(groups, per_di
     x, y, z = _grid(groups, per_dimension)
     assert max(x, y) <= per_dimension and z == 1
     assert groups <= x * y < groups + y
+
+
+@given(st.integers(1, 5000), st.integers(1, 2**20), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2, 64, 256]),
+       st.integers(1, 4), st.integers(1, 65535))
+def test_rows_grid_covers_every_row_and_unit(rows, row_units, unit, workgroup, units_per_invocation, per_dimension):
+    """The ROWS grid: x blocks cover a row's units, y * z cover the rows with less than one y-row to spare, and
+    no dimension passes the limit; layouts it does not suit get None."""
+    key = KernelKey(shader="sign.wgsl", input_type=DataType.INT8, output_type=DataType.INT8, rank=2,
+                    linear=(False, True, True), input_placement=(SEPARATE,), rows=True, workgroup_size=workgroup,
+                    units_per_invocation=units_per_invocation)
+    key = dataclasses.replace(key, input_type=UNIT_TYPES[unit], output_type=UNIT_TYPES[unit])
+    assert key.unit == unit
+    row = row_units * unit
+    grid = _rows_grid(key, Iteration((rows, row), ((0, 1), (row, 1))), per_dimension)  # a broadcast row
+    blocks = -(-row_units // (workgroup * units_per_invocation))
+    if row_units < workgroup or blocks > per_dimension or rows > per_dimension**2:
+        assert grid is None
+        return
+    x, y, z = grid
+    assert x == blocks and max(x, y, z) <= per_dimension
+    assert rows <= y * z < rows + y
+    ragged = Iteration((rows, row + 1), ((0, 1), (row + 1, 1)))
+    assert _rows_grid(key, ragged, per_dimension) is None  # a unit would span two rows
+    assert _rows_grid(key, Iteration((rows * row,), ((0,), (1,))), per_dimension) is None  # one dimension
+
+
+UNIT_TYPES = {16: DataType.INT8, 8: DataType.INT16, 4: DataType.INT32, 2: DataType.INT64}
 
 
 def test_lowered_workgroup_limit_uses_the_second_dimension(device):
