@@ -14,8 +14,8 @@ import gpuops
 from gpuops import Binding, DataType, SignDesc, TensorDesc
 from gpuops.device import _grid, _rows_grid
 from gpuops.layout import Iteration
-from gpuops.shaders import SEPARATE, KernelKey
 from gpuops.operators import spec_of
+from gpuops.shaders import SEPARATE, KernelKey
 
 from .dml import USAGE, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values
