@@ -304,13 +304,18 @@ class CompiledOperator:
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
             key = dataclasses.replace(key, output_words_owned=owned, units_per_invocation=device.units_per_invocation
                                       or shaders.tuned_units_per_invocation(key))
-            if not all(linear):
-                key = dataclasses.replace(key, rows=_rows_grid(key, it, device.max_workgroups_per_dimension) is not None)
-            dispatches.append(self._dispatch(key, it, slots, ordered, windows))
+            per_dimension = device.max_workgroups_per_dimension
+            grid = None if all(linear) else _rows_grid(key, it, per_dimension)
+            if grid is not None:
+                key = dataclasses.replace(key, rows=True)
+            else:
+                units = -(-math.prod(it.sizes) // key.unit)
+                grid = _grid(-(-units // (key.workgroup_size * key.units_per_invocation)), per_dimension)
+            dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
         return tuple(dispatches)
 
     def _dispatch(self, key: KernelKey, it: Iteration, slots: list[int], ordered: list[Binding],
-                  windows: list[Window]) -> _Dispatch:
+                  windows: list[Window], grid: tuple[int, int, int]) -> _Dispatch:
         device = self.device
         pipeline, layout = device.pipeline(key)
         element_count = math.prod(it.sizes)
@@ -326,11 +331,6 @@ class CompiledOperator:
                     buffer, offset, size = device.placeholder(access), 0, 16
             entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
-        if key.rows:
-            grid = _rows_grid(key, it, device.max_workgroups_per_dimension)
-        else:
-            units = -(-element_count // key.unit)
-            grid = _grid(-(-units // (key.workgroup_size * key.units_per_invocation)), device.max_workgroups_per_dimension)
         return _Dispatch(pipeline, bind_group, grid, uniform_buffer)
 
 

@@ -15,6 +15,17 @@ from .reference import assert_same_bits, reference
 USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
 
+def device_with(device: gpuops.Device, **settings) -> gpuops.Device:
+    """A second gpuops.Device on `device`'s WebGPU device (own pipeline and plan caches) with some of its dispatch
+    settings changed, e.g. workgroup_size, units_per_invocation, max_workgroups_per_dimension."""
+    changed = gpuops.Device(wgpu_device=device.wgpu_device)
+    for name, value in settings.items():
+        if not hasattr(changed, name):
+            raise AttributeError(f"gpuops.Device has no setting {name!r}")
+        setattr(changed, name, value)
+    return changed
+
+
 def make_desc(operator: str, mode, in_type: DataType, out_type: DataType, sizes, strides: dict | None = None,
               **tensor_kwargs):
     spec = spec_by_name(operator)

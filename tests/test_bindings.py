@@ -17,7 +17,7 @@ from gpuops.layout import Iteration
 from gpuops.operators import spec_of
 from gpuops.shaders import SEPARATE, KernelKey
 
-from .dml import USAGE, make_desc, run_and_check
+from .dml import USAGE, device_with, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values
 
 PACKED = [DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.FLOAT16]
@@ -166,9 +166,7 @@ def test_inputs_may_share_a_buffer_with_the_output_elsewhere(device):
 @pytest.fixture
 def small_limit_device(device):
     """A Device on the same wgpu device whose binding limit is lowered to 256 bytes (test-only setting)."""
-    lowered = gpuops.Device(wgpu_device=device.wgpu_device)
-    lowered.binding_size_limit = 256
-    return lowered
+    return device_with(device, binding_size_limit=256)
 
 
 @pytest.mark.parametrize("strided", [False, True], ids=["packed", "strided"])
@@ -196,8 +194,7 @@ def test_split_inside_a_row(small_limit_device):
 
 def test_more_than_65535_workgroups(device):
     """Workgroups of one invocation, so a 1 MiB tensor needs 2^16 + 1 of them: a 2-D grid."""
-    small_groups = gpuops.Device(wgpu_device=device.wgpu_device)
-    small_groups.workgroup_size, small_groups.units_per_invocation = 1, 1
+    small_groups = device_with(device, workgroup_size=1, units_per_invocation=1)
     count = (2**16 + 1) * 4  # float32: 4 elements a unit
     x = np.random.default_rng(8).standard_normal(count).astype(np.float32)
     assert_same_bits(gpuops.sign(x, device=small_groups), np.sign(x))
@@ -213,15 +210,17 @@ def test_grid_covers_the_workgroups_with_less_than_a_row_to_spare(groups, per_di
     assert groups <= x * y < groups + y
 
 
+UNIT_TYPES = {16: DataType.INT8, 8: DataType.INT16, 4: DataType.INT32, 2: DataType.INT64}  # elements per unit
+
+
 @given(st.integers(1, 5000), st.integers(1, 2**20), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2, 64, 256]),
        st.integers(1, 4), st.integers(1, 65535))
 def test_rows_grid_covers_every_row_and_unit(rows, row_units, unit, workgroup, units_per_invocation, per_dimension):
     """The ROWS grid: x blocks cover a row's units, y * z cover the rows with less than one y-row to spare, and
     no dimension passes the limit; layouts it does not suit get None."""
-    key = KernelKey(shader="sign.wgsl", input_type=DataType.INT8, output_type=DataType.INT8, rank=2,
+    key = KernelKey(shader="sign.wgsl", input_type=UNIT_TYPES[unit], output_type=UNIT_TYPES[unit], rank=2,
                     linear=(False, True, True), input_placement=(SEPARATE,), rows=True, workgroup_size=workgroup,
                     units_per_invocation=units_per_invocation)
-    key = dataclasses.replace(key, input_type=UNIT_TYPES[unit], output_type=UNIT_TYPES[unit])
     assert key.unit == unit
     row = row_units * unit
     grid = _rows_grid(key, Iteration((rows, row), ((0, 1), (row, 1))), per_dimension)  # a broadcast row
@@ -237,12 +236,8 @@ def test_rows_grid_covers_every_row_and_unit(rows, row_units, unit, workgroup, u
     assert _rows_grid(key, Iteration((rows * row,), ((0,), (1,))), per_dimension) is None  # one dimension
 
 
-UNIT_TYPES = {16: DataType.INT8, 8: DataType.INT16, 4: DataType.INT32, 2: DataType.INT64}
-
-
 def test_lowered_workgroup_limit_uses_the_second_dimension(device):
-    lowered = gpuops.Device(wgpu_device=device.wgpu_device)
-    lowered.max_workgroups_per_dimension = 3
+    lowered = device_with(device, max_workgroups_per_dimension=3)
     x = np.arange(-20000, 20000, dtype=np.int16)
     assert_same_bits(gpuops.sign(x, device=lowered), np.sign(x))
 
@@ -342,8 +337,7 @@ def test_descriptions_cannot_be_mutated(device):
 
 def test_more_memory_than_the_adapter_has_is_refused_before_any_work(device):
     """The adapter's largest buffer (lowered here: adapters differ, some allow more than any DirectML tensor)."""
-    small = gpuops.Device(wgpu_device=device.wgpu_device)
-    small.max_buffer_size = 1 << 20
+    small = device_with(device, max_buffer_size=1 << 20)
     huge = np.broadcast_to(np.float32(1.0), (1 << 19,))  # zero strides: a 4-byte input, a 2 MiB output
     with pytest.raises(gpuops.DeviceError, match="holds at most 1048576 bytes"):
         gpuops.sign(huge, device=small)

@@ -9,10 +9,9 @@ import zlib
 import numpy as np
 import pytest
 
-import gpuops
 from gpuops import DataType
 
-from .dml import make_desc, run_and_check
+from .dml import device_with, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values, reference, run_numpy_api
 
 SHAPES = {1: (37,), 2: (5, 7), 3: (3, 4, 5), 4: (2, 3, 2, 5), 5: (2, 3, 2, 2, 3), 6: (2, 2, 3, 2, 2, 3),
@@ -94,9 +93,7 @@ def row_grid_device(device):
     """Workgroups of two invocations, four units each, at most four workgroups per grid dimension: rows of 64
     elements hold whole units of every type, at least a workgroup's worth, in at most four blocks, and 15 rows
     need the grid's third dimension (with one row of surplus)."""
-    small = gpuops.Device(wgpu_device=device.wgpu_device)
-    small.workgroup_size, small.units_per_invocation, small.max_workgroups_per_dimension = 2, 4, 4
-    return small
+    return device_with(device, workgroup_size=2, units_per_invocation=4, max_workgroups_per_dimension=4)
 
 
 ROW_CASES = [pytest.param(case, layout, id=f"{name}-{layout}") for case, name in op_cases() for layout in ROW_LAYOUTS

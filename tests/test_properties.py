@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import gpuops
 
-from .dml import make_desc, run_and_check
+from .dml import device_with, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values, reference, run_numpy_api
 
 ALL_CASES = [c for c, _ in op_cases()]
@@ -62,9 +62,8 @@ def _small_workgroups(device: gpuops.Device, units_per_invocation: int) -> gpuop
     """Workgroups of one invocation: every strided layout whose rows hold whole units runs on the ROWS grid."""
     key = (device.backend, units_per_invocation)
     if key not in _SMALL_WORKGROUP_DEVICES:
-        small = gpuops.Device(wgpu_device=device.wgpu_device)
-        small.workgroup_size, small.units_per_invocation, small.max_workgroups_per_dimension = 1, units_per_invocation, 8
-        _SMALL_WORKGROUP_DEVICES[key] = small
+        _SMALL_WORKGROUP_DEVICES[key] = device_with(device, workgroup_size=1, units_per_invocation=units_per_invocation,
+                                                    max_workgroups_per_dimension=8)
     return _SMALL_WORKGROUP_DEVICES[key]
 
 

@@ -6,9 +6,8 @@ const TWO_TO_23: f32 = 8388608.0;
 // X % y for X = x modulo 2^32 (x itself below 2^32), y < 2^31 and an estimate of X / y within 0.5 of it and below
 // 2^22: rounded to the nearest integer (adding 2^23 rounds it, and the integer is then the float's low bits), that
 // is q = floor(X / y) or q + 1, so X - q * y lies in [-y, y), and computed modulo 2^32 one correction brings it
-// into [0, y). The second (q - 1) never applies, and
-// costs two instructions of margin. y = 0 gives x (the estimate is then anything, times zero), for callers that
-// mask it.
+// into [0, y). The second (q - 1) never applies, and costs two instructions of margin. y = 0 gives x (the
+// estimate is then anything, times zero), for callers that mask it.
 fn rem_from_estimate(x: u32, y: u32, estimate: f32) -> u32 {
     let q = bitcast<u32>(estimate + TWO_TO_23) & 0x7fffffu;
     var r = x - q * y;  // modulo 2^32: "negative" when q is one too large
