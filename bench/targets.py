@@ -32,6 +32,7 @@ OPS = [("ELEMENT_WISE_SIGN", None), ("ELEMENT_WISE_IS_NAN", None), ("ELEMENT_WIS
        ("ELEMENT_WISE_IS_INFINITY", 1), ("ELEMENT_WISE_IS_INFINITY", 2), ("ELEMENT_WISE_MODULUS_FLOOR", None),
        ("ELEMENT_WISE_MODULUS_TRUNCATE", None)]
 LAYOUT_TYPES = [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT64]
+LAYOUT_SECTIONS = ("packed-2d", "broadcast", "transposed", "transposed-k", "strided-out")
 
 
 def type_pairs(operator: str) -> list[tuple[DataType, DataType]]:
@@ -197,15 +198,16 @@ def measure(args) -> dict:
                     or not wanted(operator, mode, in_type, out_type):
                 continue
             broadcast = spec.inputs[-1]
-            record("packed-2d", runner.run(operator, mode, in_type, out_type, square), compare=False)
-            record("broadcast", runner.run(operator, mode, in_type, out_type, square, {broadcast: (0, 1)}))
             transposed = {name: (1, side) for name in spec.inputs}
-            record("transposed", runner.run(operator, mode, in_type, out_type, square, transposed))
-            record("transposed-k", runner.run(operator, mode, in_type, out_type, square,
-                                               {**transposed, spec.output: (1, side)}), compare=False)
-            if out_type.size < 4:
-                record("strided-out", runner.run(operator, mode, in_type, out_type, (n // 2,),
-                                                 {spec.output: (2,)}))
+            cases = {"packed-2d": (square, {}, False), "broadcast": (square, {broadcast: (0, 1)}, True),
+                     "transposed": (square, transposed, True),
+                     "transposed-k": (square, {**transposed, spec.output: (1, side)}, False),
+                     "strided-out": ((n // 2,), {spec.output: (2,)}, True)}
+            for section in args.layouts:
+                if section == "strided-out" and out_type.size >= 4:
+                    continue
+                sizes, strides, compare = cases[section]
+                record(section, runner.run(operator, mode, in_type, out_type, sizes, strides), compare=compare)
     if "host" in args.only:
         result["host"] = host_side(device, runner)
     return result
@@ -349,6 +351,8 @@ def main(argv=None) -> int:
     parser.add_argument("--units-per-invocation", type=int, help="tuning experiments: override the kernels' value")
     parser.add_argument("--only", nargs="+", default=["contiguous", "layouts", "host"],
                         choices=["contiguous", "layouts", "host"], help="sections to measure")
+    parser.add_argument("--layouts", nargs="+", default=list(LAYOUT_SECTIONS), choices=LAYOUT_SECTIONS,
+                        help="which cases of the layouts section to measure (packed-2d is the others' reference)")
     args = parser.parse_args(argv)
     result = measure(args)
     text = json.dumps(result, indent=1, default=lambda o: None)
