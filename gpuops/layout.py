@@ -23,15 +23,18 @@ class Iteration:
         return self.strides[operand] == packed_strides(self.sizes)
 
 
-def units_own_their_words(it: Iteration, operand: int, base_element: int, element_size: int, unit: int) -> bool:
-    """No u32 word of the operand holds elements of two different units (runs of `unit` consecutive elements in
-    iteration order), so one invocation may change a word's lanes without atomics. True when every element has a
-    word of its own (all byte strides multiples of 4; elements of an output never overlap), or for one dimension
-    when every unit starts on a word boundary (its elements then end before the next unit's first word)."""
+def units_own_their_words(it: Iteration, operand: int, base_element: int, element_size: int, unit: int,
+                          word_bytes: int = 4) -> bool:
+    """No word of `word_bytes` bytes (4: a u32 word, 16: a 16-byte chunk) of the operand holds elements of two
+    different units (runs of `unit` consecutive elements in iteration order), so one invocation may change a
+    word's lanes without atomics. True when every element has a word of its own (all byte strides multiples of
+    the word; elements of an output never overlap), or for one dimension when every unit starts on a word boundary
+    (its elements then end before the next unit's first word)."""
     strides = it.strides[operand]
-    if all(stride * element_size % 4 == 0 for stride in strides):
+    if all(stride * element_size % word_bytes == 0 for stride in strides):
         return True
-    return it.rank == 1 and base_element * element_size % 4 == 0 and unit * strides[0] * element_size % 4 == 0
+    return (it.rank == 1 and base_element * element_size % word_bytes == 0
+            and unit * strides[0] * element_size % word_bytes == 0)
 
 
 def coalesce(sizes: tuple[int, ...], operand_strides: list[tuple[int, ...]]) -> Iteration:

@@ -70,6 +70,7 @@ class KernelKey:
     input_placement: tuple[str, ...]  # per input: SEPARATE, VIA_OUTPUT or SHARED
     output_chunks: bool = True  # the output's window is whole 16-byte chunks: bind it as vec4<u32>
     output_words_owned: bool = False  # a strided 8/16-bit output none of whose words holds two units' elements
+    output_chunks_owned: bool = False  # ... nor any of its 16-byte chunks, bound as chunks: read and written whole
     rows: bool = False  # the grid walks rows of the innermost dimension, each whole units (see device._rows_grid)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
@@ -176,6 +177,7 @@ def prelude(key: KernelKey) -> str:
         f"const A_LINEAR: bool = {str(key.linear[0]).lower()};",
         f"const B_LINEAR: bool = {str(key.linear[1]).lower()};",
         f"const OUT_LINEAR: bool = {str(key.linear[2]).lower()};",
+        f"const OUT_CHUNKS_OWNED: bool = {str(key.output_chunks_owned).lower()};",
         f"const ROWS: bool = {str(key.rows).lower()};",
         f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",

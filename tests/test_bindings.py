@@ -71,6 +71,8 @@ def test_strided_packed_outputs_touch_only_their_elements(device, operator, data
         keys = [key for key in device._pipelines if key.shader == spec_of(desc).shader
                 and key.input_type == data_type and not key.linear[2]]
         assert not any(key.atomic_output for key in keys if key.rank == 1)  # one dimension: plain stores
+        if layout == "stride-2":  # a unit's elements fill its two chunks' every other element: chunk stores
+            assert any(key.output_chunks_owned for key in keys)
         if layout == "padded-permuted":  # three dimensions stay, with words shared between units: atomics
             assert any(key.atomic_output for key in keys if key.rank == 3)
         if layout.startswith("stride"):

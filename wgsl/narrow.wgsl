@@ -151,6 +151,10 @@ fn word_of(v: vec4<u32>, k: u32) -> u32 {
 // in a run of the unit's elements (stores that leave gaps are the cost here, and a word's second change would wait
 // for its first).
 fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
+    if (OUT_CHUNKS_OWNED) {
+        scatter_unit_chunks(out, first, first_offsets, in_row);
+        return;
+    }
     var index = NO_START;  // the word being built, its bits and the mask of its lanes that are set
     var bits = 0u;
     var mask = 0u;
@@ -170,6 +174,34 @@ fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bo
         mask |= OUT_MASK << shift;
     }
     store_lanes(index, bits, mask);
+}
+
+// scatter_unit where no other unit has elements in the unit's 16-byte chunks of output (OUT_CHUNKS_OWNED): each
+// chunk changed once, as a whole. On an H200 a stride-2 output ran 1.3-2.6 times as fast as word by word.
+fn scatter_unit_chunks(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
+    var index = NO_START;  // the chunk being built, its bits and the mask of its lanes that are set
+    var bits = vec4<u32>();
+    var mask = vec4<u32>();
+    for (var j = 0u; j < UNIT; j += 1u) {
+        let value = (word_of(out, j / OUT_PER_WORD) >> ((j % OUT_PER_WORD) * OUT_BITS)) & OUT_MASK;
+        let offset = unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT];
+        let word = offset / OUT_PER_WORD;
+        if (word / 4u != index) {
+            if (index != NO_START) {
+                out_store_chunk_lanes(index, bits, mask);
+            }
+            index = word / 4u;
+            bits = vec4<u32>();
+            mask = vec4<u32>();
+        }
+        // The element's word within the chunk, chosen by comparison: a dynamically indexed vector may be moved to
+        // local memory.
+        let in_word = vec4<u32>(0u, 1u, 2u, 3u) == vec4<u32>(word % 4u);
+        let shift = (offset % OUT_PER_WORD) * OUT_BITS;
+        bits |= select(vec4<u32>(), vec4<u32>(value << shift), in_word);
+        mask |= select(vec4<u32>(), vec4<u32>(OUT_MASK << shift), in_word);
+    }
+    out_store_chunk_lanes(index, bits, mask);
 }
 
 // The unit of elements first .. first + UNIT - 1, whose offsets and row are `start`.

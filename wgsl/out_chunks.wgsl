@@ -13,3 +13,8 @@ fn out_store_lanes(index: u32, bits: u32, mask: u32) {
     let word = out_chunks[index / 4u][index % 4u];
     out_chunks[index / 4u][index % 4u] = (word & ~mask) | bits;
 }
+
+// The lanes `mask` of chunk `chunk` set to `bits`, the other bytes kept (the chunk is the unit's own).
+fn out_store_chunk_lanes(chunk: u32, bits: vec4<u32>, mask: vec4<u32>) {
+    out_chunks[chunk] = (out_chunks[chunk] & ~mask) | bits;
+}
