@@ -309,10 +309,13 @@ class CompiledOperator:
                                       units_per_invocation=device.units_per_invocation
                                       or shaders.tuned_units_per_invocation(key))
             per_dimension = device.max_workgroups_per_dimension
+            if not all(linear) and _replicated_rows(it, len(inputs)) and all(p == SEPARATE for p in placement):
+                key = dataclasses.replace(key, row_group=shaders.REPLICATED_ROW_GROUP)
             grid = None if all(linear) else _rows_grid(key, it, per_dimension)
             if grid is not None:
                 key = dataclasses.replace(key, rows=True)
             else:
+                key = dataclasses.replace(key, row_group=1)
                 units = -(-math.prod(it.sizes) // key.unit)
                 grid = _grid(-(-units // (key.workgroup_size * key.units_per_invocation)), per_dimension)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
@@ -404,11 +407,17 @@ def _rows_grid(key: KernelKey, it: Iteration, per_dimension: int) -> tuple[int, 
     if it.rank < 2 or row_size % key.unit or row_size // key.unit < key.workgroup_size:
         return None
     blocks = -(-(row_size // key.unit) // (key.workgroup_size * key.units_per_invocation))
-    rows = math.prod(it.sizes[:-1])
+    rows = -(-math.prod(it.sizes[:-1]) // key.row_group)  # (groups of rows, where an invocation takes several)
     if blocks > per_dimension or rows > per_dimension**2:
         return None
     layers = -(-rows // per_dimension)
     return (blocks, -(-rows // layers), layers)
+
+
+def _replicated_rows(it: Iteration, input_count: int) -> bool:
+    """Every input is the same on every row of the innermost dimension (zero strides outside it): the rows'
+    results are equal, so a ROWS kernel computes each unit once for several rows."""
+    return it.rank >= 2 and all(not any(it.strides[i][:-1]) for i in range(input_count))
 
 
 def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_count: int, unit: int) -> bytes:

@@ -22,6 +22,9 @@ WGSL_DIR = next((p for p in (_HERE / "wgsl", _HERE.parent / "wgsl") if (p / "com
 
 WORKGROUP_SIZE = 256
 UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
+# ROWS kernels whose inputs are the same on every row compute a unit once and store it to this many rows (on an
+# H200, a broadcast float32 -> uint8 IS_NAN ran fastest with 4 of 1, 4 and 16).
+REPLICATED_ROW_GROUP = 4
 
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
@@ -72,6 +75,7 @@ class KernelKey:
     output_words_owned: bool = False  # a strided 8/16-bit output none of whose words holds two units' elements
     output_chunks_owned: bool = False  # ... nor any of its 16-byte chunks, bound as chunks: read and written whole
     rows: bool = False  # the grid walks rows of the innermost dimension, each whole units (see device._rows_grid)
+    row_group: int = 1  # ROWS: rows per invocation; above 1 when every input is the same on every row (replicated)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
@@ -179,6 +183,7 @@ def prelude(key: KernelKey) -> str:
         f"const OUT_LINEAR: bool = {str(key.linear[2]).lower()};",
         f"const OUT_CHUNKS_OWNED: bool = {str(key.output_chunks_owned).lower()};",
         f"const ROWS: bool = {str(key.rows).lower()};",
+        f"const ROW_GROUP: u32 = {key.row_group}u;",
         f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
     ]

@@ -216,23 +216,25 @@ UNIT_TYPES = {16: DataType.INT8, 8: DataType.INT16, 4: DataType.INT32, 2: DataTy
 
 
 @given(st.integers(1, 5000), st.integers(1, 2**20), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2, 64, 256]),
-       st.integers(1, 4), st.integers(1, 65535))
-def test_rows_grid_covers_every_row_and_unit(rows, row_units, unit, workgroup, units_per_invocation, per_dimension):
-    """The ROWS grid: x blocks cover a row's units, y * z cover the rows with less than one y-row to spare, and
-    no dimension passes the limit; layouts it does not suit get None."""
+       st.integers(1, 4), st.integers(1, 65535), st.sampled_from([1, 4]))
+def test_rows_grid_covers_every_row_and_unit(rows, row_units, unit, workgroup, units_per_invocation, per_dimension,
+                                             row_group):
+    """The ROWS grid: x blocks cover a row's units, y * z cover the groups of rows with less than one y-row to
+    spare, and no dimension passes the limit; layouts it does not suit get None."""
     key = KernelKey(shader="sign.wgsl", input_type=UNIT_TYPES[unit], output_type=UNIT_TYPES[unit], rank=2,
                     linear=(False, True, True), input_placement=(SEPARATE,), rows=True, workgroup_size=workgroup,
-                    units_per_invocation=units_per_invocation)
+                    units_per_invocation=units_per_invocation, row_group=row_group)
     assert key.unit == unit
     row = row_units * unit
     grid = _rows_grid(key, Iteration((rows, row), ((0, 1), (row, 1))), per_dimension)  # a broadcast row
     blocks = -(-row_units // (workgroup * units_per_invocation))
-    if row_units < workgroup or blocks > per_dimension or rows > per_dimension**2:
+    groups = -(-rows // row_group)
+    if row_units < workgroup or blocks > per_dimension or groups > per_dimension**2:
         assert grid is None
         return
     x, y, z = grid
     assert x == blocks and max(x, y, z) <= per_dimension
-    assert rows <= y * z < rows + y
+    assert groups <= y * z < groups + y
     ragged = Iteration((rows, row + 1), ((0, 1), (row + 1, 1)))
     assert _rows_grid(key, ragged, per_dimension) is None  # a unit would span two rows
     assert _rows_grid(key, Iteration((rows * row,), ((0,), (1,))), per_dimension) is None  # one dimension

@@ -85,7 +85,7 @@ def test_dml_strides(device, case, rank, zero_strides):
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets)
 
 
-ROW_LAYOUTS = ["row-broadcast", "column-broadcast", "middle-broadcast", "strided-output", "in-place"]
+ROW_LAYOUTS = ["row-broadcast", "column-broadcast", "middle-broadcast", "strided-output", "in-place", "replicated"]
 
 
 @pytest.fixture(scope="module")
@@ -103,9 +103,12 @@ ROW_CASES = [pytest.param(case, layout, id=f"{name}-{layout}") for case, name in
 @pytest.mark.parametrize(("case", "layout"), ROW_CASES)
 def test_row_grid(row_grid_device, monkeypatch, case, layout):
     """Strided layouts whose rows hold whole units run on the ROWS grid (wgsl/common.wgsl): x = blocks of a row,
-    y and z = rows, offsets stepped along the row."""
+    y and z = rows, offsets stepped along the row. Where every input is the same on every row ("replicated", and
+    a one-input operator's "row-broadcast"), each invocation computes a unit once for a group of rows: 25 rows make
+    six groups of four and one of one, and a surplus group on the grid's third dimension."""
     operator, mode, in_type, out_type = case
-    shape = (3, 5, 64)
+    replicated = layout == "replicated" or (layout == "row-broadcast" and operator not in BINARY)
+    shape = (5, 5, 64) if replicated else (3, 5, 64)
     padded = (5 * 80, 80, 1)
     names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
     strides = {name: padded for name in names}
@@ -113,6 +116,8 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     broadcast = names[-1]
     if layout == "row-broadcast":
         strides[broadcast] = (0, 0, 1)
+    elif layout == "replicated":
+        strides.update({name: (0, 0, 1) for name in names})
     elif layout == "column-broadcast":
         strides[broadcast] = (5, 1, 0)
     elif layout == "middle-broadcast":
@@ -128,6 +133,6 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     desc = make_desc(operator, mode, in_type, out_type, shape, strides)
     run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
                   in_place=names[0] if layout == "in-place" else None)
-    assert keys and all(key.rows for key in keys)
+    assert keys and all(key.rows and (key.row_group > 1) == replicated for key in keys)
     plan = list(row_grid_device._plans.values())[-1]
     assert all(dispatch.grid[2] > 1 for dispatch in plan)

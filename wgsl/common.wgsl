@@ -118,23 +118,44 @@ fn row_offsets(row: u32) -> vec3<u32> {
 }
 
 // ROWS kernels (strided layouts whose innermost dimension holds whole units, at least a workgroup's worth): the
-// grid's x counts blocks of one row, y and z count rows. A unit's offsets are then its row's plus a step along
-// the row, with no division per unit (a broadcast operand's kernel spent most of its time on that division).
+// grid's x counts blocks of one row, y and z count groups of ROW_GROUP rows. A unit's offsets are then its row's
+// plus a step along the row, with no division per unit (a broadcast operand's kernel spent most of its time on
+// that division). Where every input is the same on every row (ROW_GROUP > 1, see device._replicated_rows), a
+// unit's results are computed once and stored to each row of the group.
 fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
-    let row = group.z * groups.y + group.y;
-    if (row >= params.row_count) {
+    let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
+    if (first_row >= params.row_count) {
         return;  // the grid's surplus
     }
     let row_size = dim_size(RANK - 1u);
-    let offsets = row_offsets(row);
+    let step = dim_strides(RANK - 1u);
+    let offsets = row_offsets(first_row);
     let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
     for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
         let column = (first_unit + i * WORKGROUP_SIZE) * UNIT;
         if (column >= row_size) {
             return;
         }
-        run_full_unit(row * row_size + column, UnitStart(offsets + column * dim_strides(RANK - 1u), true));
+        let first = first_row * row_size + column;
+        if (ROW_GROUP == 1u) {
+            run_full_unit(first, UnitStart(offsets + column * step, true));
+            continue;
+        }
+        let out = unit_results(first, offsets + column * step, true);
+        for (var r = 0u; r < ROW_GROUP; r += 1u) {
+            let row = first_row + r;
+            if (row >= params.row_count) {
+                break;  // the last group's surplus
+            }
+            store_unit(row * row_size + column, UnitStart(row_offsets(row) + column * step, true), out);
+        }
     }
+}
+
+// The unit of elements first .. first + UNIT - 1, whose offsets and row are `start` (unit_results and
+// store_unit come from the storage file, narrow.wgsl or wide.wgsl).
+fn run_full_unit(first: u32, start: UnitStart) {
+    store_unit(first, start, unit_results(first, start.offsets, start.in_row));
 }
 
 @compute @workgroup_size(WORKGROUP_SIZE)

@@ -204,9 +204,9 @@ fn scatter_unit_chunks(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_
     out_store_chunk_lanes(index, bits, mask);
 }
 
-// The unit of elements first .. first + UNIT - 1, whose offsets and row are `start`.
-fn run_full_unit(first: u32, start: UnitStart) {
-    let out = unit_results(first, start.offsets, start.in_row);
+// The output chunk of the unit of elements first .. first + UNIT - 1 (unit_results' value), whose offsets and row
+// are `start`, to its place.
+fn store_unit(first: u32, start: UnitStart, out: vec4<u32>) {
     let out_start = contiguous_start(OPERAND_OUT, OUT_LINEAR, first, start.offsets, start.in_row);
     if (out_start != NO_START) {
         if (UNIT == 4u * OUT_PER_WORD) {

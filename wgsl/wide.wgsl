@@ -25,22 +25,24 @@ fn load_unit(operand: u32, linear: bool, offsets0: vec3<u32>, offsets1: vec3<u32
     return vec4<u32>(load_element(operand, offsets0[operand]), load_element(operand, offsets1[operand]));
 }
 
-// The unit of elements first .. first + UNIT - 1, whose offsets and row are `start`.
-fn run_full_unit(first: u32, start: UnitStart) {
-    let offsets0 = start.offsets;
-    let in_row = start.in_row;
+// The results of the unit of elements first .. first + UNIT - 1 whose first offsets are `offsets0`: one chunk.
+fn unit_results(first: u32, offsets0: vec3<u32>, in_row: bool) -> vec4<u32> {
     let offsets1 = unit_element_offsets(first, 1u, offsets0, in_row);
     let a = load_unit(OPERAND_A, A_LINEAR, offsets0, offsets1, in_row);
     var b = vec4<u32>();
     if (HAS_B) {
         b = load_unit(OPERAND_B, B_LINEAR, offsets0, offsets1, in_row);
     }
-    let r0 = compute(a.xy, b.xy);
-    let r1 = compute(a.zw, b.zw);
-    if (OUT_LINEAR || unit_is_chunk(OPERAND_OUT, offsets0, in_row)) {
-        out_store_chunk(offsets0[OPERAND_OUT] / 2u, vec4<u32>(r0, r1));
+    return vec4<u32>(compute(a.xy, b.xy), compute(a.zw, b.zw));
+}
+
+// The unit's results `out` to its place (offsets and row `start`).
+fn store_unit(first: u32, start: UnitStart, out: vec4<u32>) {
+    let offsets0 = start.offsets;
+    if (OUT_LINEAR || unit_is_chunk(OPERAND_OUT, offsets0, start.in_row)) {
+        out_store_chunk(offsets0[OPERAND_OUT] / 2u, out);
     } else {
-        store_element(offsets0[OPERAND_OUT], r0);
-        store_element(offsets1[OPERAND_OUT], r1);
+        store_element(offsets0[OPERAND_OUT], out.xy);
+        store_element(unit_element_offsets(first, 1u, offsets0, start.in_row)[OPERAND_OUT], out.zw);
     }
 }
