@@ -305,19 +305,9 @@ class CompiledOperator:
             # Owned 16-byte chunks are read and written whole: a quarter of the memory instructions of words.
             chunks_owned = owned and output_chunks and units_own_their_words(
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit, word_bytes=16)
-            key = dataclasses.replace(key, output_words_owned=owned, output_chunks_owned=chunks_owned,
-                                      units_per_invocation=device.units_per_invocation
-                                      or shaders.tuned_units_per_invocation(key))
-            per_dimension = device.max_workgroups_per_dimension
-            if not all(linear) and _replicated_rows(it, len(inputs)) and all(p == SEPARATE for p in placement):
-                key = dataclasses.replace(key, row_group=shaders.REPLICATED_ROW_GROUP)
-            grid = None if all(linear) else _rows_grid(key, it, per_dimension)
-            if grid is not None:
-                key = dataclasses.replace(key, rows=True)
-            else:
-                key = dataclasses.replace(key, row_group=1)
-                units = -(-math.prod(it.sizes) // key.unit)
-                grid = _grid(-(-units // (key.workgroup_size * key.units_per_invocation)), per_dimension)
+            key = dataclasses.replace(key, output_words_owned=owned, output_chunks_owned=chunks_owned)
+            replicated = _replicated_rows(it, len(inputs)) and all(place == SEPARATE for place in placement)
+            key, grid = _work_shape(key, it, device, replicated)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
         return tuple(dispatches)
 
@@ -396,6 +386,26 @@ def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
     workgroups and cost an H200 a fifth of its float32 bandwidth.)"""
     rows = -(-groups // per_dimension)
     return (-(-groups // rows), rows, 1)
+
+
+def _work_shape(key: KernelKey, it: Iteration, device: Device, replicated: bool
+                ) -> tuple[KernelKey, tuple[int, int, int]]:
+    """The kernel's units per invocation and grid: ROWS where the layout suits it (in groups of rows where every
+    row's results are the same), else the flat grid."""
+    def tuned(candidate: KernelKey) -> KernelKey:
+        return dataclasses.replace(candidate, units_per_invocation=device.units_per_invocation
+                                   or shaders.tuned_units_per_invocation(candidate))
+
+    per_dimension = device.max_workgroups_per_dimension
+    if not all(key.linear):
+        for row_group in (shaders.REPLICATED_ROW_GROUP, 1) if replicated else (1,):
+            candidate = tuned(dataclasses.replace(key, rows=True, row_group=row_group))
+            grid = _rows_grid(candidate, it, per_dimension)
+            if grid is not None:
+                return candidate, grid
+    key = tuned(key)
+    units = -(-math.prod(it.sizes) // key.unit)
+    return key, _grid(-(-units // (key.workgroup_size * key.units_per_invocation)), per_dimension)
 
 
 def _rows_grid(key: KernelKey, it: Iteration, per_dimension: int) -> tuple[int, int, int] | None:

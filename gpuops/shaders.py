@@ -22,9 +22,10 @@ WGSL_DIR = next((p for p in (_HERE / "wgsl", _HERE.parent / "wgsl") if (p / "com
 
 WORKGROUP_SIZE = 256
 UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
-# ROWS kernels whose inputs are the same on every row compute a unit once and store it to this many rows (on an
-# H200, a broadcast float32 -> uint8 IS_NAN ran fastest with 4 of 1, 4 and 16).
+# ROWS kernels whose inputs are the same on every row compute a unit once and store it to this many rows, one unit
+# per invocation (so that it stores as many units as an invocation of other kernels); see tuned_units_per_invocation.
 REPLICATED_ROW_GROUP = 4
+REPLICATED_UNITS_PER_INVOCATION = 1
 
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
@@ -156,6 +157,8 @@ def tuned_units_per_invocation(key: KernelKey) -> int:
     division, where two gained 4-5% (uint16's and every other dtype's stayed within 2% or lost); four where an
     invocation has work to amortise over its units: a strided unit's coordinates, the 8-bit division table's fill
     (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit."""
+    if key.row_group > 1:
+        return REPLICATED_UNITS_PER_INVOCATION
     chunk_units = key.unit * key.output_type.size == 16
     if all(key.linear) and chunk_units and not key.reciprocal_table:
         return 2 if key.input_type == DataType.INT16 and key.divides else 1

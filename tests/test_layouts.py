@@ -136,3 +136,27 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     assert keys and all(key.rows and (key.row_group > 1) == replicated for key in keys)
     plan = list(row_grid_device._plans.values())[-1]
     assert all(dispatch.grid[2] > 1 for dispatch in plan)
+
+
+@pytest.fixture(scope="module")
+def default_shape_device(device):
+    """Workgroups of two, at most four per grid dimension, units per invocation left to the kernels."""
+    return device_with(device, workgroup_size=2, max_workgroups_per_dimension=4)
+
+
+@pytest.mark.parametrize("case", [c for c, _ in op_cases()], ids=[i for _, i in op_cases()])
+def test_replicated_rows_fall_back_to_single_rows(default_shape_device, monkeypatch, case):
+    """Replicated rows take one unit per invocation; where a row's units then need more workgroups than a grid
+    dimension allows, the kernel runs single rows of several units per invocation instead."""
+    operator, mode, in_type, out_type = case
+    names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
+    keys = []
+    pipeline = default_shape_device.pipeline
+    monkeypatch.setattr(default_shape_device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    rng = _rng(case, "replicated-default")
+    desc = make_desc(operator, mode, in_type, out_type, (3, 5, 64), {name: (0, 0, 1) for name in names})
+    run_and_check(default_shape_device, desc, rng, lambda t, n: random_values(t, n, rng))
+    assert keys
+    for key in keys:
+        fits = -(-64 // key.unit // 2) <= 4  # blocks of a row at one unit per invocation
+        assert key.rows and (key.row_group > 1) == fits and (key.units_per_invocation == 1) == fits
