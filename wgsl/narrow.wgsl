@@ -147,11 +147,38 @@ fn word_of(v: vec4<u32>, k: u32) -> u32 {
     return select(select(v.x, v.y, k == 1u), select(v.z, v.w, k == 3u), k >= 2u);
 }
 
-// The unit's output chunk to a strided output, element by element, gathered into the output's 16-byte chunks: each
-// chunk (OUT_CHUNKS_OWNED: the unit's own), else each word, changed once for all its elements in a run of the
-// unit's elements. Stores that leave gaps are the cost here: on an H200 a stride-2 output ran 1.3-2.6 times as
-// fast by chunks as by words.
+// The unit's output chunk to a strided output, element by element, each word changed once for all its elements
+// in a run of the unit's elements (stores that leave gaps are the cost here, and a word's second change would wait
+// for its first).
 fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
+    if (OUT_CHUNKS_OWNED) {
+        scatter_unit_chunks(out, first, first_offsets, in_row);
+        return;
+    }
+    var index = NO_START;  // the word being built, its bits and the mask of its lanes that are set
+    var bits = 0u;
+    var mask = 0u;
+    for (var j = 0u; j < UNIT; j += 1u) {
+        let value = (word_of(out, j / OUT_PER_WORD) >> ((j % OUT_PER_WORD) * OUT_BITS)) & OUT_MASK;
+        let offset = unit_element_offsets(first, j, first_offsets, in_row)[OPERAND_OUT];
+        if (offset / OUT_PER_WORD != index) {
+            if (index != NO_START) {
+                store_lanes(index, bits, mask);
+            }
+            index = offset / OUT_PER_WORD;
+            bits = 0u;
+            mask = 0u;
+        }
+        let shift = (offset % OUT_PER_WORD) * OUT_BITS;
+        bits |= value << shift;
+        mask |= OUT_MASK << shift;
+    }
+    store_lanes(index, bits, mask);
+}
+
+// scatter_unit where no other unit has elements in the unit's 16-byte chunks of output (OUT_CHUNKS_OWNED): each
+// chunk changed once, as a whole. On an H200 a stride-2 output ran 1.3-2.6 times as fast as word by word.
+fn scatter_unit_chunks(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
     var index = NO_START;  // the chunk being built, its bits and the mask of its lanes that are set
     var bits = vec4<u32>();
     var mask = vec4<u32>();
@@ -161,7 +188,7 @@ fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bo
         let word = offset / OUT_PER_WORD;
         if (word / 4u != index) {
             if (index != NO_START) {
-                store_chunk_lanes(index, bits, mask);
+                out_store_chunk_lanes(index, bits, mask);
             }
             index = word / 4u;
             bits = vec4<u32>();
@@ -174,21 +201,7 @@ fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bo
         bits |= select(vec4<u32>(), vec4<u32>(value << shift), in_word);
         mask |= select(vec4<u32>(), vec4<u32>(OUT_MASK << shift), in_word);
     }
-    store_chunk_lanes(index, bits, mask);
-}
-
-// The lanes `mask` of output chunk `chunk` set to `bits`: the whole chunk at once where the unit owns it, else each
-// word that has lanes in the mask (other units may own the chunk's other words).
-fn store_chunk_lanes(chunk: u32, bits: vec4<u32>, mask: vec4<u32>) {
-    if (OUT_CHUNKS_OWNED) {
-        out_store_chunk_lanes(chunk, bits, mask);
-        return;
-    }
-    for (var k = 0u; k < 4u; k += 1u) {
-        if (word_of(mask, k) != 0u) {
-            store_lanes(4u * chunk + k, word_of(bits, k), word_of(mask, k));
-        }
-    }
+    out_store_chunk_lanes(index, bits, mask);
 }
 
 // The output chunk of the unit of elements first .. first + UNIT - 1 (unit_results' value), whose offsets and row

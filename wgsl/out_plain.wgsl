@@ -17,10 +17,11 @@ fn out_store_chunk(chunk: u32, bits: vec4<u32>) {
     out_words[4u * chunk + 3u] = bits.w;
 }
 
-// (Kernels with this output binding never own whole chunks, so narrow.wgsl's store_chunk_lanes never calls this;
-// WGSL still needs it defined.)
+// (Kernels with this output binding never own whole chunks, so narrow.wgsl's chunk path does not run; its call
+// still needs the function.)
 fn out_store_chunk_lanes(chunk: u32, bits: vec4<u32>, mask: vec4<u32>) {
-    for (var k = 0u; k < 4u; k += 1u) {
-        out_store_lanes(4u * chunk + k, word_of(bits, k), word_of(mask, k));
-    }
+    out_store_lanes(4u * chunk, bits.x, mask.x);
+    out_store_lanes(4u * chunk + 1u, bits.y, mask.y);
+    out_store_lanes(4u * chunk + 2u, bits.z, mask.z);
+    out_store_lanes(4u * chunk + 3u, bits.w, mask.w);
 }
