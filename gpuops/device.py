@@ -343,6 +343,7 @@ class Batch:
         with device._lock:
             self.encoder = device.wgpu_device.create_command_encoder(label="gpuops batch")
             self._pass = self.encoder.begin_compute_pass()
+        self._pipeline = None  # the pass's current pipeline
         self.count = 0
         self._done = False
 
@@ -353,7 +354,7 @@ class Batch:
             raise ValidationError(f"{compiled.spec.name}: compiled on another gpuops.Device than this batch's")
         dispatches = compiled._plan(bindings)  # validated before anything is recorded
         with self.device._lock, self.device.explained(compiled.spec.name, "recording"):
-            _dispatch_all(self._pass, dispatches)
+            self._pipeline = _dispatch_all(self._pass, dispatches, self._pipeline)
         self.count += 1
 
     def submit(self) -> None:
@@ -373,11 +374,17 @@ class Batch:
         self._done = True
 
 
-def _dispatch_all(compute_pass, dispatches: tuple[_Dispatch, ...]) -> None:
+def _dispatch_all(compute_pass, dispatches: tuple[_Dispatch, ...], pipeline=None):
+    """Records the dispatches; returns the pass's pipeline after them. A pass keeps its pipeline between
+    dispatches, so `pipeline` (the one already set) is not set again: a batch of one operation's small
+    dispatches then costs two calls into wgpu per dispatch instead of three."""
     for dispatch in dispatches:
-        compute_pass.set_pipeline(dispatch.pipeline)
+        if dispatch.pipeline is not pipeline:
+            pipeline = dispatch.pipeline
+            compute_pass.set_pipeline(pipeline)
         compute_pass.set_bind_group(0, dispatch.bind_group)
         compute_pass.dispatch_workgroups(*dispatch.grid)
+    return pipeline
 
 
 def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:

@@ -273,6 +273,35 @@ def test_record_into_a_callers_encoder_and_batch_dependent_operations(device):
         batch.record(sign, {"input_tensor": Binding(bufs["z"]), "output_tensor": Binding(bufs["z"])})
 
 
+def test_batch_sets_a_pipeline_only_when_it_changes(device):
+    """A compute pass keeps its pipeline between dispatches: a batch sets it again only for another operator."""
+    rng = np.random.default_rng(10)
+    f32 = TensorDesc(DataType.FLOAT32, (64,))
+    sign = device.compile(SignDesc(f32, f32))
+    mod = device.compile(gpuops.ModulusTruncateDesc(f32, f32, f32))
+    xs = [rng.standard_normal(64).astype(np.float32) for _ in range(4)]
+    ins = [device.wgpu_device.create_buffer_with_data(data=x, usage=USAGE) for x in xs]
+    outs = [device.wgpu_device.create_buffer(size=256, usage=USAGE) for _ in xs]
+    with device.batch() as batch:
+        pass_ = batch._pass
+        calls = []
+        original = pass_.set_pipeline
+        batch._pass = type("CountingPass", (), {
+            "set_pipeline": lambda self, p: calls.append(p) or original(p),
+            "set_bind_group": lambda self, *a: pass_.set_bind_group(*a),
+            "dispatch_workgroups": lambda self, *a: pass_.dispatch_workgroups(*a),
+            "end": lambda self: pass_.end()})()
+        for i in (0, 1):
+            batch.record(sign, {"input_tensor": Binding(ins[i]), "output_tensor": Binding(outs[i])})
+        batch.record(mod, {"a_tensor": Binding(ins[2]), "b_tensor": Binding(ins[0]), "output_tensor": Binding(outs[2])})
+        batch.record(sign, {"input_tensor": Binding(ins[3]), "output_tensor": Binding(outs[3])})
+    assert len(calls) == 3  # sign, modulus, sign
+    got = [np.frombuffer(device.wgpu_device.queue.read_buffer(b), np.float32) for b in outs]
+    for i in (0, 1, 3):
+        assert_same_bits(got[i], np.sign(xs[i]))
+    assert_same_bits(got[2], np.fmod(xs[2], xs[0]), xs[2], xs[0])
+
+
 def test_repeated_execution_allocates_nothing(device, monkeypatch):
     compiled = device.compile(MOD_DESC)
     bindings = _good_bindings(device)
