@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import os
@@ -151,15 +150,9 @@ class Device:
         with self._lock, self.explained(what, "submitting"):
             self.wgpu_device.queue.submit([encoder.finish()])
 
-    @contextlib.contextmanager
-    def explained(self, operator: str, step: str):
+    def explained(self, operator: str, step: str) -> _Explained:
         """wgpu reports validation and memory errors as its own exceptions: say what gpuops was doing."""
-        try:
-            yield
-        except self.wgpu.GPUError as exc:
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: "
-                              f"{type(exc).__name__}: {first_line}") from exc
+        return _Explained(self, operator, step)
 
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         with self._lock:
@@ -329,6 +322,26 @@ class CompiledOperator:
             entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
         return _Dispatch(pipeline, bind_group, grid, uniform_buffer)
+
+
+class _Explained:
+    """Device.explained's context manager: a wgpu error inside becomes a DeviceError naming the operator and the
+    step. A class rather than a generator, since a batch enters one per recorded operation (host time counts)."""
+
+    __slots__ = ("device", "operator", "step")
+
+    def __init__(self, device: Device, operator: str, step: str):
+        self.device, self.operator, self.step = device, operator, step
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc is not None and isinstance(exc, self.device.wgpu.GPUError):
+            text = str(exc).strip()
+            first_line = text.splitlines()[0] if text else type(exc).__name__
+            raise DeviceError(f"{self.operator}: the WebGPU device refused {self.step} on {self.device.adapter_name}: "
+                              f"{type(exc).__name__}: {first_line}") from exc
 
 
 class Batch:
