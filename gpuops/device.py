@@ -292,15 +292,15 @@ class CompiledOperator:
                 output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size)
+            separate = all(place == SEPARATE for place in placement)  # no input is read through the output
             # Inputs read through the output's binding keep the atomics: their words may be written around them.
-            owned = key.atomic_output and all(place == SEPARATE for place in placement) and units_own_their_words(
+            owned = key.atomic_output and separate and units_own_their_words(
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
             # Owned 16-byte chunks are read and written whole: a quarter of the memory instructions of words.
             chunks_owned = owned and output_chunks and units_own_their_words(
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit, word_bytes=16)
             key = dataclasses.replace(key, output_words_owned=owned, output_chunks_owned=chunks_owned)
-            replicated = _replicated_rows(it, len(inputs)) and all(place == SEPARATE for place in placement)
-            key, grid = _work_shape(key, it, device, replicated)
+            key, grid = _work_shape(key, it, device, separate and _replicated_rows(it, len(inputs)))
             dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
         return tuple(dispatches)
 
@@ -337,7 +337,7 @@ class _Explained:
         return None
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc is not None and isinstance(exc, self.device.wgpu.GPUError):
+        if isinstance(exc, self.device.wgpu.GPUError):
             text = str(exc).strip()
             first_line = text.splitlines()[0] if text else type(exc).__name__
             raise DeviceError(f"{self.operator}: the WebGPU device refused {self.step} on {self.device.adapter_name}: "

@@ -156,7 +156,8 @@ def tuned_units_per_invocation(key: KernelKey) -> int:
     stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%), except int16
     division, where two gained 4-5% (uint16's and every other dtype's stayed within 2% or lost); four where an
     invocation has work to amortise over its units: a strided unit's coordinates, the 8-bit division table's fill
-    (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit."""
+    (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit; one for replicated rows, whose invocation
+    stores its unit to REPLICATED_ROW_GROUP rows."""
     if key.row_group > 1:
         return REPLICATED_UNITS_PER_INVOCATION
     chunk_units = key.unit * key.output_type.size == 16
