@@ -47,6 +47,12 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
 UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("half_width_out.wgsl", 16),
                                              0.25: ("quarter_width_out.wgsl", 4), 2: ("double_width_out.wgsl", 16)}
 
+# Signed types whose remainders are computed on float32 values, signs and all (lib/signed_by_estimate.wgsl); the
+# other signed types divide magnitudes (lib/signed_by_magnitudes.wgsl). See KernelKey.signed_remainder. On an H200
+# int16 MODULUS_FLOOR ran 3304 -> 4075 GB/s this way (truncate within 2%); int8 lost (floor 2881 -> 2679, truncate
+# 3347 -> 2178: four reciprocals per word on the slow pipe), so it keeps its table of reciprocals.
+SIGNED_BY_ESTIMATE = frozenset({DataType.INT16})
+
 # Libraries in wgsl/lib/ a divider (KernelKey.divider) is built on.
 DIVIDER_LIBRARIES: dict[str, tuple[str, ...]] = {"divide_by_estimate.wgsl": ("rem_by_estimate.wgsl",)}
 
@@ -115,19 +121,33 @@ class KernelKey:
         return self.shader in DIVIDING_SHADERS
 
     @property
+    def signed_by_estimate(self) -> bool:
+        """int16 that divides: its remainders are computed on float32 values, so it divides no magnitudes (see
+        SIGNED_BY_ESTIMATE)."""
+        return self.input_type in SIGNED_BY_ESTIMATE and self.divides
+
+    @property
+    def signed_remainder(self) -> str | None:
+        """The file in wgsl/lib/ that defines signed_lanes_rem for the signed integer family (dtype/sint.wgsl)."""
+        if self.input_type not in (DataType.INT8, DataType.INT16, DataType.INT32):
+            return None
+        return "signed_by_estimate.wgsl" if self.signed_by_estimate else "signed_by_magnitudes.wgsl"
+
+    @property
     def reciprocal_table(self) -> bool:
-        """8-bit division by a table of reciprocals in workgroup memory, filled once per workgroup. Other kernels
-        divide by a float estimate or `%` and have no workgroup memory (zero-initialising it would cost every
-        workgroup)."""
+        """8-bit division of magnitudes by a table of reciprocals in workgroup memory, filled once per workgroup.
+        Other kernels divide by a float estimate or `%` and have no workgroup memory (zero-initialising it would
+        cost every workgroup)."""
         return self.input_type.size == 1 and self.divides
 
     @property
     def divider(self) -> str:
         """The file in wgsl/lib/ that defines magnitude_rem and prepare_workgroup: 8-bit types by a table of
-        reciprocals, 16-bit ones by a float estimate of the quotient, 32-bit ones by `%`."""
+        reciprocals, uint16 by a float estimate of the quotient, 32-bit types (and int16, which divides no
+        magnitudes) by `%`."""
         if self.reciprocal_table:
             return "divide_by_reciprocals.wgsl"
-        if self.input_type in (DataType.INT16, DataType.UINT16) and self.divides:
+        if self.input_type == DataType.UINT16 and self.divides:
             return "divide_by_estimate.wgsl"
         return "divide_plain.wgsl"
 
@@ -236,7 +256,8 @@ def shader_files(key: KernelKey) -> list[str]:
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     # (dict.fromkeys: a library two of these need is included once)
-    needed = dict.fromkeys(libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,))
+    signed = (key.signed_remainder,) if key.signed_remainder else ()
+    needed = dict.fromkeys(libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,) + signed)
     files += [f"lib/{name}" for name in needed]
     files += [f"dtype/{family}", f"ops/{key.shader}"]
     return files

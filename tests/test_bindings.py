@@ -427,20 +427,25 @@ def test_output_ending_where_the_buffer_ends(device, data_type, count):
 
 
 @pytest.mark.parametrize("data_type, divider, libraries", [
-    (DataType.INT8, "divide_by_reciprocals.wgsl", ()),
+    (DataType.UINT8, "divide_by_reciprocals.wgsl", ()),
+    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_magnitudes.wgsl",)),
     (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
-    (DataType.INT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
+    (DataType.INT16, "divide_plain.wgsl", ("signed_by_estimate.wgsl",)),
     (DataType.FLOAT16, "divide_plain.wgsl", ()),
-    (DataType.INT32, "divide_plain.wgsl", ()),
+    (DataType.INT32, "divide_plain.wgsl", ("signed_by_magnitudes.wgsl",)),
 ], ids=str)
 def test_modulus_divides_by_width(data_type, divider, libraries):
-    # 8-bit integers: a table of reciprocals; 16-bit: a corrected float estimate; 32: `%`; floats divide in float32.
+    # 8-bit integers: a table of reciprocals (int8 on magnitudes); uint16: a corrected float estimate; int16:
+    # remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
     from gpuops.shaders import SEPARATE, KernelKey, shader_files
     key = KernelKey(shader="modulus_floor.wgsl", input_type=data_type, output_type=data_type, rank=1,
                     linear=(True, True, True), input_placement=(SEPARATE, SEPARATE))
     files = shader_files(key)
     assert f"lib/{divider}" in files
     assert all(f"lib/{name}" in files for name in libraries)
-    assert ("lib/rem_by_estimate.wgsl" in files) == bool(libraries)
+    optional = {"rem_by_estimate.wgsl", "signed_by_estimate.wgsl", "signed_by_magnitudes.wgsl"}
+    assert {name for name in optional if f"lib/{name}" in files} == set(libraries) & optional
     sign = shader_files(dataclasses.replace(key, shader="sign.wgsl", input_placement=(SEPARATE,)))
     assert "lib/divide_plain.wgsl" in sign
+    # a signed family that does not divide still includes the magnitudes' remainder (sint.wgsl refers to it)
+    assert ("lib/signed_by_magnitudes.wgsl" in sign) == (data_type.name.startswith("INT"))
