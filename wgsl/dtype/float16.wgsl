@@ -18,18 +18,21 @@ fn elem_is_negative(x: u32) -> bool {
     return (x >> 15u) == 1u;
 }
 
-// C's fmod (np.fmod) and Python's modulus (np.remainder) on both lanes, exact (lib/f16_bits.wgsl). MODULUS_FLOOR
-// takes both lanes at once where their operands are ordinary (f16_pair_mod_floor), lane by lane otherwise.
+// C's fmod (np.fmod) and Python's modulus (np.remainder) on both lanes, exact (lib/f16_bits.wgsl): both lanes at
+// once where their operands are ordinary (f16_pair_rem), lane by lane otherwise.
 fn lanes_fmod(a: u32, b: u32) -> u32 {
-    let low = f16_remainder_bits(a & 0xffffu, b & 0xffffu, false);
-    return low | (f16_remainder_bits(a >> 16u, b >> 16u, false) << 16u);
+    return lanes_rem(a, b, false);
 }
 
 fn lanes_mod_floor(a: u32, b: u32) -> u32 {
-    let pair = f16_pair_mod_floor(a, b);
+    return lanes_rem(a, b, true);
+}
+
+fn lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
+    let pair = f16_pair_rem(a, b, floored);
     if (pair.ordinary) {
         return pair.bits;
     }
-    let low = f16_remainder_bits(a & 0xffffu, b & 0xffffu, true);
-    return low | (f16_remainder_bits(a >> 16u, b >> 16u, true) << 16u);
+    let low = f16_remainder_bits(a & 0xffffu, b & 0xffffu, floored);
+    return low | (f16_remainder_bits(a >> 16u, b >> 16u, floored) << 16u);
 }

@@ -24,25 +24,27 @@ struct F16PairResult {
     ordinary: bool,  // both lanes' operands and results are the usual ones below; where not, bits is not used
 }
 
-// f16_remainder_bits(a, b, true) (MODULUS_FLOOR) on both lanes of a word at once, for the usual operands and
-// results: divisors normal, dividends zero or normal, quotients below 2^12, results zero or at least 2^-14
-// (float16's least normal). `ordinary` says whether both lanes are such; where they are not (inf, NaN, zero
-// divisors, subnormals, large quotients) the caller goes lane by lane.
+// f16_remainder_bits on both lanes of a word at once, for the usual operands and results: divisors normal,
+// dividends zero or normal, quotients below 2^12, results zero or at least 2^-14 (float16's least normal).
+// `ordinary` says whether both lanes are such; where they are not (inf, NaN, zero divisors, subnormals, large
+// quotients) the caller goes lane by lane.
 // - unpack2x16float converts normal float16 values and zero exactly. WGSL leaves subnormals, inf and NaN to the
 //   implementation (webgpu-traps.md: never rely on it there), so whether a lane counts is decided from its bits
 //   alone (usual_operands); a lane that does not count may hold any value, and its float results are never used
-//   (usual_operands is false, so `ordinary` is, and the caller goes lane by lane on the bits).
-// - The remainder step is f16_rem_step's three lines on both lanes at once.
-// - One step of f16_rem_f32 (estimate below 2^12) gives the remainder exactly (the proof is at f16_rem_f32).
-// - y - rest is the GPU's float32 subtraction, as in f16_remainder_bits, and every result takes the divisor's sign
-//   (moved results, zeros, and those whose signs agree).
-// - The bits come back by rounding to nearest, ties to even, on the float32 bits (a normal float16 result's bits
-//   sit 13 up, its exponent rebiased): exact remainders round to themselves.
-// Measured on an H200 (docs/performance.md): MODULUS_FLOOR 9% faster than lane by lane. Not used for
-// MODULUS_TRUNCATE, which ran 3% slower this way; with inf and NaN handled here too (so that fewer warps take the
-// lane-by-lane path) both ran 8-10% slower. The price: data with many special values (5%) runs both paths in
-// nearly every warp, 1.5 TB/s where lane by lane alone gave 2.2.
-fn f16_pair_mod_floor(a: u32, b: u32) -> F16PairResult {
+//   (`ordinary` is false, and the caller goes lane by lane on the bits). The bits moved up 13 (a float32 whose
+//   exponent is biased by 15, the value times 2^-112) scaled by 2^112 gave wrong remainders on an H200 with both
+//   backends, though exact on the CPU adapter: never feed float arithmetic values scaled into float32's bottom
+//   range.
+// - The remainder step is f16_rem_step's three lines on both lanes at once; one step of f16_rem_f32 (estimate
+//   below 2^12) gives the remainder exactly (the proof is at f16_rem_f32).
+// - floored: y - rest is the GPU's float32 subtraction, as in f16_remainder_bits, and every result takes the
+//   divisor's sign (moved results, zeros, and those whose signs agree); the bits come back by rounding to nearest,
+//   ties to even, on the float32 bits (a normal float16 result's bits sit 13 up, its exponent rebiased). C's
+//   remainder is exact, so its bits are the float32 bits moved down, and it takes the dividend's sign.
+// Measured on an H200 (docs/performance.md): MODULUS_FLOOR 9% faster than lane by lane, MODULUS_TRUNCATE 3%. The
+// price: data with many special values (5%) runs both paths in nearly every warp, 1.5 TB/s where lane by lane alone
+// gave 2.2.
+fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let ma = a & F16_PAIR_ABS;
     let mb = b & F16_PAIR_ABS;
     let la = vec2<u32>(ma & 0xffffu, ma >> 16u);
@@ -56,15 +58,25 @@ fn f16_pair_mod_floor(a: u32, b: u32) -> F16PairResult {
     var rest = x - floor(estimate) * y;
     rest = select(rest, rest + y, rest < vec2<f32>(0.0));
     rest = select(rest, rest - y, rest >= y);
-    let opposite = (vec2<u32>(a ^ b) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u);
-    rest = select(rest, y - rest, (opposite == vec2<u32>(1u)) & (rest != vec2<f32>(0.0)));
+    var h: vec2<u32>;
+    var signs: u32;
+    if (floored) {
+        let opposite = (vec2<u32>(a ^ b) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u);
+        rest = select(rest, y - rest, (opposite == vec2<u32>(1u)) & (rest != vec2<f32>(0.0)));
+    }
     let bits = bitcast<vec2<u32>>(rest) & vec2<u32>(F32_ABS_BITS);
     let zero = bits == vec2<u32>(0u);
     let usual_results = all((bits >= vec2<u32>(F32_LEAST_F16_NORMAL)) | zero);
-    let rounded = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
-    let h = select(rounded, vec2<u32>(0u), zero);
+    if (floored) {
+        h = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
+        signs = b & F16_PAIR_SIGNS;
+    } else {
+        h = (bits >> vec2<u32>(13u)) - 0x1c000u;
+        signs = a & F16_PAIR_SIGNS;
+    }
+    h = select(h, vec2<u32>(0u), zero);
     let ordinary = usual_operands && all(estimate < vec2<f32>(4096.0)) && usual_results;
-    return F16PairResult(h.x | (h.y << 16u) | (b & F16_PAIR_SIGNS), ordinary);
+    return F16PairResult(h.x | (h.y << 16u) | signs, ordinary);
 }
 
 // The remainder of a / b for binary16 bits (low 16 bits of a and b), exact:
