@@ -53,18 +53,28 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
         return F32_QNAN;
     }
     let sign = select(a, b, floored) & F32_SIGN;
-    let moved = floored && ((a ^ b) & F32_SIGN) != 0u;
-    // |a| < |b|, b = ±inf included: the remainder is a itself (±0 keeps its sign), which floored moves to
-    // |b| - |a|, rounded (the one rounded result). A select, not a branch: on an H200 the branch cost MODULUS_FLOOR
-    // 36% on Dawn and the broadcast case 18% on wgpu-native (docs/performance.md). Truncated returns before it, so
-    // its kernel holds no subtraction (with the select alone, Dawn's broadcast MODULUS_TRUNCATE lost 39%).
-    if (ua < ub) {
-        if (!floored) {
-            return sign | ua;
-        }
-        return sign | select(ua, f32_sub_magnitudes(ub, ua), moved && ua != 0u);
+    // |a| < |b|, b = ±inf included: the remainder is a itself (±0 keeps its sign). C's remainder returns it here,
+    // so its kernel holds no subtraction (with one, Dawn's broadcast MODULUS_TRUNCATE lost 39%).
+    if (ua < ub && !floored) {
+        return sign | ua;
     }
+    var rest = ua;  // |a| mod |b|, as magnitude bits
+    if (ua >= ub) {
+        rest = f32_rem_magnitudes(ua, ub);
+    }
+    if (!floored) {
+        return sign | rest;
+    }
+    // Floored, a non-zero remainder whose sign differs from b's moves to |b| - rest: where |a| < |b| the one rounded
+    // result, elsewhere exact (rest is a multiple of |b|'s unit in the last place). Computed after the paths above
+    // rejoin, so that a warp holding both kinds of lanes runs it once, and as a select: on an H200 a branch here
+    // cost MODULUS_FLOOR 36% on Dawn (docs/performance.md).
+    let moved = ((a ^ b) & F32_SIGN) != 0u && rest != 0u;
+    return sign | select(rest, f32_sub_magnitudes(ub, rest), moved);
+}
 
+// |a| mod |b| for finite magnitudes |a| >= |b| > 0, exact, as magnitude bits.
+fn f32_rem_magnitudes(ua: u32, ub: u32) -> u32 {
     // |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so
     // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150)  with d = ea - eb >= 0 (because |a| >= |b|).
     var eb = ub >> 23u;
@@ -95,14 +105,12 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
         }
     }
     if (r == 0u) {
-        return sign;
+        return 0u;
     }
-    // Floored, the sum r + b is (mb - r) * 2^(eb-150), below |b| in the same unit: exact, no rounding.
-    r = select(r, mb - r, moved);
-    // r < mb, so r * 2^(eb-150) is exactly representable: normalise it without going below
-    // exponent 1 (where it stays subnormal).
+    // r < mb, so r * 2^(eb-150) is exactly representable: normalise it without going below exponent 1 (where it
+    // stays subnormal).
     let shift = min(countLeadingZeros(r) - 8u, eb - 1u);
-    return sign | f32_bits_pack(eb - shift, r << shift);
+    return f32_bits_pack(eb - shift, r << shift);
 }
 
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction, round to
