@@ -28,7 +28,7 @@ fn signed_lane_rem(a: u32, b: u32, floored: bool) -> u32 {
     let yi = biased_b - SIGNED_LANE_SIGN;
     let q = bitcast<u32>(x * (1.0 / y) + NEAREST_INTEGER) - NEAREST_INTEGER_BITS;
     var r = xi - q * yi;
-    // The sign that r must not have: the divisor's opposite (floored) or the dividend's opposite.
+    // r must be zero or have `wanted`'s sign: the divisor's (floored) or the dividend's.
     let wanted = select(xi, yi, floored);
     let wrong = r != 0u && ((r ^ wanted) >> 31u) == 1u;
     // |y| with the wanted sign: y itself floored; for C's remainder, y or -y as x and y's signs agree or not.
