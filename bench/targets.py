@@ -163,7 +163,10 @@ def measure(args) -> dict:
     t = runner.timer.run(copy.record, args.iterations, 2, repeats=args.repeats)
     copy.release()
     result["wgsl_copy_gbps"] = copy.bytes_moved / t.gpu_median_ns
-    copies = [runner.torch("COPY", None, [np.zeros(n, np.float32)], DataType.FLOAT32)]
+    def torch_copy() -> dict:
+        return runner.torch("COPY", None, [np.zeros(n, np.float32)], DataType.FLOAT32)
+
+    copies = [torch_copy()]
     result["torch_copy"] = copies[0]
     print(f"WGSL copy {result['wgsl_copy_gbps']:.0f} GB/s, torch copy {result['torch_copy'].get('gbps', 0):.0f} GB/s",
           flush=True)
@@ -193,7 +196,7 @@ def measure(args) -> dict:
                     record("contiguous", runner.run(operator, mode, in_type, out_type, (n,)))
         # PyTorch's copy once more after the rows: one measurement has come out 7% below the others (3671 against
         # 3900-3990 GB/s on an H200), which would flatter every ratio; the goals take the faster.
-        copies.append(runner.torch("COPY", None, [np.zeros(n, np.float32)], DataType.FLOAT32))
+        copies.append(torch_copy())
         result["torch_copy_samples"] = copies
         result["torch_copy"] = max(copies, key=lambda c: c.get("gbps") or 0)
         print(f"torch copy after the rows {copies[-1].get('gbps', 0):.0f} GB/s", flush=True)
@@ -226,17 +229,26 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
     sign = device.compile(gpuops.SignDesc(f32, f32))
     pairs = [(runner.buffer(size=4096), runner.buffer(size=4096)) for _ in range(1000)]
     bindings = [{"input_tensor": Binding(a), "output_tensor": Binding(b)} for a, b in pairs]
-    per_op = []
-    for _ in range(5):
-        start = time.perf_counter_ns()
+    queue = device.wgpu_device.queue
+
+    def host_us_per_op(record_batch) -> float:
+        """Median host time per operation of five batches of the 1000 (each waited for before the next)."""
+        per_op = []
+        for _ in range(5):
+            start = time.perf_counter_ns()
+            record_batch()
+            per_op.append((time.perf_counter_ns() - start) / 1000 / len(pairs))
+            queue.read_buffer(pairs[-1][1], 0, 4)
+        return statistics.median(per_op)
+
+    def gpuops_batch():
         with device.batch() as batch:
             for b in bindings:
                 batch.record(sign, b)
-        per_op.append((time.perf_counter_ns() - start) / 1000 / 1000)
-        device.wgpu_device.queue.read_buffer(pairs[-1][1], 0, 4)
+
+    batch_us = host_us_per_op(gpuops_batch)
     # One small operation with read-back, against a bare wgpu submit + read-back of the same size.
     copy = CopyKernel(device, 4096)
-    queue = device.wgpu_device.queue
 
     def timed(step, count=200):
         for _ in range(20):
@@ -263,9 +275,8 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
     copy_groups = [device.wgpu_device.create_bind_group(
         layout=copy.pipeline.get_bind_group_layout(0),
         entries=[{"binding": 0, "resource": {"buffer": a}}, {"binding": 1, "resource": {"buffer": b}}]) for a, b in pairs]
-    bare_per_op = []
-    for _ in range(5):
-        start = time.perf_counter_ns()
+
+    def bare_batch():
         encoder = device.wgpu_device.create_command_encoder()
         compute_pass = encoder.begin_compute_pass()
         compute_pass.set_pipeline(copy.pipeline)
@@ -274,8 +285,8 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
             compute_pass.dispatch_workgroups(1)
         compute_pass.end()
         queue.submit([encoder.finish()])
-        bare_per_op.append((time.perf_counter_ns() - start) / 1000 / 1000)
-        queue.read_buffer(pairs[-1][1], 0, 4)
+
+    bare_batch_us = host_us_per_op(bare_batch)
     x = np.ones(1024, np.float32)
     bare_us, ours_us = timed(bare), timed(ours)
     numpy_api_us = timed(lambda: gpuops.sign(x, device=device), 100)
@@ -293,8 +304,8 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
             batch.record(big_sign, big_bindings)
     queue.read_buffer(b, 0, 4)
     wall = (time.perf_counter_ns() - start) / count
-    return {"batch_host_us_per_op": statistics.median(per_op),
-            "bare_batch_host_us_per_op": statistics.median(bare_per_op), "small_op_readback_us": ours_us,
+    return {"batch_host_us_per_op": batch_us, "bare_batch_host_us_per_op": bare_batch_us,
+            "small_op_readback_us": ours_us,
             "bare_submit_readback_us": bare_us, "numpy_api_small_op_us": numpy_api_us,
             "large_batch_wall_ns_per_op": wall, "large_gpu_median_ns": gpu.gpu_median_ns,
             "large_elements": n, "large_wall_fraction_of_gpu": gpu.gpu_median_ns / wall if gpu.gpu_ns else None}

@@ -121,17 +121,14 @@ class KernelKey:
         return self.shader in DIVIDING_SHADERS
 
     @property
-    def signed_by_estimate(self) -> bool:
-        """int16 that divides: its remainders are computed on float32 values, so it divides no magnitudes (see
-        SIGNED_BY_ESTIMATE)."""
-        return self.input_type in SIGNED_BY_ESTIMATE and self.divides
-
-    @property
     def signed_remainder(self) -> str | None:
-        """The file in wgsl/lib/ that defines signed_lanes_rem for the signed integer family (dtype/sint.wgsl)."""
-        if self.input_type not in (DataType.INT8, DataType.INT16, DataType.INT32):
+        """The file in wgsl/lib/ that defines signed_lanes_rem for the signed integer family (dtype/sint.wgsl):
+        float32 values for the types of SIGNED_BY_ESTIMATE that divide, magnitudes otherwise."""
+        if DTYPE_SHADERS[self.input_type][0] != "sint.wgsl":
             return None
-        return "signed_by_estimate.wgsl" if self.signed_by_estimate else "signed_by_magnitudes.wgsl"
+        if self.input_type in SIGNED_BY_ESTIMATE and self.divides:
+            return "signed_by_estimate.wgsl"
+        return "signed_by_magnitudes.wgsl"
 
     @property
     def reciprocal_table(self) -> bool:
