@@ -154,6 +154,13 @@ class Device:
         """wgpu reports validation and memory errors as its own exceptions: say what gpuops was doing."""
         return _Explained(self, operator, step)
 
+    def refusal(self, operator: str, step: str, exc: Exception) -> DeviceError:
+        """The DeviceError for a wgpu error raised while gpuops was doing `step` for `operator`."""
+        text = str(exc).strip()
+        first_line = text.splitlines()[0] if text else type(exc).__name__
+        return DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: "
+                           f"{type(exc).__name__}: {first_line}")
+
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         with self._lock:
             found = self._pipelines.get(key)
@@ -191,7 +198,8 @@ class CompiledOperator:
         self.device = device
         self.desc = desc
         self.spec: OperatorSpec = spec_of(desc)
-        self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.spec.tensor_fields)
+        self.tensor_fields: tuple[str, ...] = self.spec.tensor_fields
+        self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
         first = self.tensors[0]
         self.iteration: Iteration = coalesce(first.sizes, [t.element_strides for t in self.tensors])
 
@@ -218,25 +226,50 @@ class CompiledOperator:
     def _plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
         """The dispatches for these bindings: built once, then reused from the device's bounded cache, so
         repeated execution allocates nothing."""
-        try:
-            cache_key = (self, tuple(sorted(bindings.items())))
-            hash(cache_key)
-        except (AttributeError, TypeError):
-            cache_key = None  # not a mapping of Bindings: validation says what is wrong
-        plans = self.device._plans
-        if cache_key is not None:
+        key = self._plan_key(bindings)
+        if key is not None:
             with self.device._lock:
-                plan = plans.get(cache_key)
-                if plan is not None:
-                    plans.move_to_end(cache_key)
-                    return plan
+                plan = self._cached_plan(key)
+            if plan is not None:
+                return plan
         validate_bindings(self.spec, self.desc, bindings, self.device)
         with self.device._lock, self.device.explained(self.spec.name, "preparing the dispatch"):
             plan = self._make_plan(bindings)
-        with self.device._lock:
-            plans[cache_key] = plan
-            while len(plans) > PLAN_CACHE_SIZE:
-                plans.popitem(last=False)
+        if key is not None:
+            with self.device._lock:
+                plans = self.device._plans
+                plans[key] = plan
+                while len(plans) > PLAN_CACHE_SIZE:
+                    plans.popitem(last=False)
+        return plan
+
+    def _plan_key(self, bindings: Mapping[str, Binding]) -> tuple | None:
+        """The plan cache's key: this operator and each tensor's buffer, offset and size in the description's
+        order (what makes two Bindings equal, without a Python-level hash per Binding: a batch of small operations
+        looks one up per operation). None where `bindings` is not exactly one Binding per tensor name:
+        validation then says what is wrong."""
+        fields = self.tensor_fields
+        try:
+            if len(bindings) != len(fields):
+                return None
+            key = [self]
+            for name in fields:
+                binding = bindings[name]
+                if type(binding) is not Binding:
+                    return None
+                key += (binding.buffer, binding.offset, binding.size)
+            key = tuple(key)
+            hash(key)
+        except (KeyError, TypeError):
+            return None
+        return key
+
+    def _cached_plan(self, key: tuple) -> tuple[_Dispatch, ...] | None:
+        """The cached plan for a key from _plan_key, marked as recently used; the caller holds the lock."""
+        plans = self.device._plans
+        plan = plans.get(key)
+        if plan is not None:
+            plans.move_to_end(key)
         return plan
 
     def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
@@ -325,8 +358,7 @@ class CompiledOperator:
 
 
 class _Explained:
-    """Device.explained's context manager: a wgpu error inside becomes a DeviceError naming the operator and the
-    step. A class rather than a generator, since a batch enters one per recorded operation (host time counts)."""
+    """Device.explained's context manager: a wgpu error inside becomes Device.refusal's DeviceError."""
 
     __slots__ = ("device", "operator", "step")
 
@@ -338,10 +370,7 @@ class _Explained:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if isinstance(exc, self.device.wgpu.GPUError):
-            text = str(exc).strip()
-            first_line = text.splitlines()[0] if text else type(exc).__name__
-            raise DeviceError(f"{self.operator}: the WebGPU device refused {self.step} on {self.device.adapter_name}: "
-                              f"{type(exc).__name__}: {first_line}") from exc
+            raise self.device.refusal(self.operator, self.step, exc) from exc
 
 
 class Batch:
@@ -365,9 +394,18 @@ class Batch:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
         if compiled.device is not self.device:
             raise ValidationError(f"{compiled.spec.name}: compiled on another gpuops.Device than this batch's")
-        dispatches = compiled._plan(bindings)  # validated before anything is recorded
-        with self.device._lock, self.device.explained(compiled.spec.name, "recording"):
-            self._pipeline = _dispatch_all(self._pass, dispatches, self._pipeline)
+        device = self.device
+        # A cached plan costs one lock and no context manager here: a batch of many small operations spends most
+        # of its host time in this method.
+        key = compiled._plan_key(bindings)
+        with device._lock:
+            dispatches = None if key is None else compiled._cached_plan(key)
+            if dispatches is None:
+                dispatches = compiled._plan(bindings)  # validated before anything is recorded
+            try:
+                self._pipeline = _dispatch_all(self._pass, dispatches, self._pipeline)
+            except device.wgpu.GPUError as exc:
+                raise device.refusal(compiled.spec.name, "recording", exc) from exc
         self.count += 1
 
     def submit(self) -> None:

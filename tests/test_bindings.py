@@ -142,6 +142,26 @@ def test_missing_and_unknown_binding_names(device):
         compiled.execute([Binding(_buffer(device))])
 
 
+def test_cached_plans_do_not_skip_validation(device):
+    """A plan is looked up by each tensor's buffer, offset and size: what differs only in the mapping around them
+    (an extra name, a look-alike of a Binding) still goes through validation, in a batch and out of one."""
+    compiled = device.compile(MOD_DESC)
+    bindings = _good_bindings(device)
+    compiled.execute(bindings)  # the plan is cached now
+    look_alike = dataclasses.make_dataclass("LookAlike", ["buffer", "offset", "size"], frozen=True)
+    a = bindings["a_tensor"]
+    for bad, message in (({**bindings, "input_tensor": a}, r"bindings\['input_tensor'\]: unknown binding"),
+                         ({**bindings, "a_tensor": look_alike(a.buffer, a.offset, a.size)},
+                          r"bindings\['a_tensor'\]: LookAlike is not a gpuops.Binding")):
+        with pytest.raises(gpuops.ValidationError, match=message):
+            compiled.execute(bad)
+        with device.batch() as batch, pytest.raises(gpuops.ValidationError, match=message):
+            batch.record(compiled, bad)
+    with device.batch() as batch:
+        batch.record(compiled, {name: dataclasses.replace(b) for name, b in bindings.items()})  # equal: cached
+    assert batch.count == 1
+
+
 def test_in_place_refused_where_not_supported(device):
     desc = make_desc("ELEMENT_WISE_IS_NAN", None, DataType.FLOAT32, DataType.UINT32, (8,))
     shared = _buffer(device)
