@@ -3,17 +3,16 @@
 // (lib/divide_by_estimate.wgsl) and float32's remainder (lib/f32_bits.wgsl).
 const TWO_TO_23: f32 = 8388608.0;
 
-// X % y for X = x modulo 2^32 (x itself below 2^32), y < 2^31 and an estimate of X / y within 0.5 of it and below
-// 2^22: rounded to the nearest integer (adding 2^23 rounds it, and the integer is then the float's low bits), that
-// is q = floor(X / y) or q + 1, so X - q * y lies in [-y, y), and computed modulo 2^32 one correction brings it
-// into [0, y). The second (q - 1) never applies, and costs two instructions of margin. y = 0 gives x (the
-// estimate is then anything, times zero), for callers that mask it.
+// x % y for x (which may pass 2^32: it is used modulo 2^32), y < 2^31 and an estimate of x / y less than 0.5 from it,
+// below 2^22: rounded to the nearest integer (adding 2^23 rounds it, and the integer is then the float's low bits),
+// that is q = floor(x / y) or floor(x / y) + 1, so x - q * y lies in [-y, y), and computed modulo 2^32 one correction brings
+// it into [0, y). Nothing more: a second correction (for q - 1, which the bound rules out) cost float32 modulus
+// 2-3% on an H200 (docs/performance.md). y = 0 gives x (the estimate is then anything, times zero), for callers
+// that mask it.
 fn rem_from_estimate(x: u32, y: u32, estimate: f32) -> u32 {
     let q = bitcast<u32>(estimate + TWO_TO_23) & 0x7fffffu;
-    var r = x - q * y;  // modulo 2^32: "negative" when q is one too large
-    r += select(0u, y, (r >> 31u) == 1u);
-    r -= select(0u, y, r >= y);
-    return r;
+    let r = x - q * y;  // modulo 2^32: "negative" when q is one too large
+    return r + select(0u, y, (r >> 31u) == 1u);
 }
 
 // x % y for x < 2^20 and y >= 1. x and y convert exactly (below 2^23, they are the low bits of a float whose
