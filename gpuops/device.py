@@ -19,7 +19,7 @@ from .errors import DeviceError, GpuOpsError, ValidationError
 from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, units_own_their_words, window_for
 from .operators import OperatorSpec, spec_of
 from . import shaders
-from .shaders import READ, SEPARATE, SHARED, VIA_OUTPUT, KernelKey, shader_source
+from .shaders import CHUNKS, READ, SEPARATE, SHARED, VIA_OUTPUT, KernelKey, shader_source
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
 
@@ -325,7 +325,18 @@ class CompiledOperator:
                 output_chunks=output_chunks,
                 constants=tuple(sorted(spec.shader_constants(self.desc).items())),
                 workgroup_size=device.workgroup_size)
-            separate = all(place == SEPARATE for place in placement)  # no input is read through the output
+            if not key.reads_linear_words:
+                # A linear input whose window can be whole chunks inside its buffer needs no word view (its units
+                # read chunks; a partial last unit reads its words through the chunk view): a dispatch then binds
+                # one view fewer, and WebGPU implementations validate and track every bound view per dispatch (host
+                # time of a batch of small operations).
+                for i, (place, slot) in enumerate(zip(placement, slots)):
+                    whole = -(-windows[i].size // 16) * 16
+                    if place == SEPARATE and linear[slot] and windows[i].offset + whole <= ordered[i].buffer.size:
+                        windows[i] = Window(windows[i].offset, whole, windows[i].base_element)
+                        placement[i] = CHUNKS
+                key = dataclasses.replace(key, input_placement=tuple(placement))
+            separate = all(place in (SEPARATE, CHUNKS) for place in placement)  # no input is read via the output
             # Inputs read through the output's binding keep the atomics: their words may be written around them.
             owned = key.atomic_output and separate and units_own_their_words(
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)

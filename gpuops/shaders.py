@@ -64,6 +64,7 @@ READ_WRITE = "read_write"
 
 # Where an input is bound (KernelKey.input_placement):
 SEPARATE = "separate"  # its own buffer region: read-only views as 16-byte chunks and as u32 words
+CHUNKS = "chunks"  # its own region of whole chunks, read in chunks: one read-only chunk view, words read through it
 VIA_OUTPUT = "via_output"  # the output's buffer, near it (or in place): read through the output's one binding
 SHARED = "shared"  # the output's buffer, too far to share its binding: its own read-write u32 view
 
@@ -77,7 +78,7 @@ class KernelKey:
     output_type: DataType
     rank: int  # dimensions of the coalesced iteration space, 1..8
     linear: tuple[bool, ...]  # per operand slot (a, b, out): elements at base + position, word aligned
-    input_placement: tuple[str, ...]  # per input: SEPARATE, VIA_OUTPUT or SHARED
+    input_placement: tuple[str, ...]  # per input: SEPARATE, CHUNKS, VIA_OUTPUT or SHARED
     output_chunks: bool = True  # the output's window is whole 16-byte chunks: bind it as vec4<u32>
     output_words_owned: bool = False  # a strided 8/16-bit output none of whose words holds two units' elements
     output_chunks_owned: bool = False  # ... nor any of its 16-byte chunks, bound as chunks: read and written whole
@@ -108,6 +109,12 @@ class KernelKey:
     def unit_shape(self) -> tuple[str, int]:
         """UNIT_SHAPES' row for this kernel's ratio of widths (8/16/32-bit types)."""
         return UNIT_SHAPES[self.output_type.size / self.input_type.size]
+
+    @property
+    def reads_linear_words(self) -> bool:
+        """Its units read a linear input as words (units/double_width_out.wgsl): such an input keeps its word view.
+        Other units read linear inputs in chunks, and words only where they gather strided elements."""
+        return not self.wide and self.unit_shape[0] == "double_width_out.wgsl"
 
     @property
     def atomic_output(self) -> bool:
@@ -156,6 +163,8 @@ class KernelKey:
             if placement == SEPARATE:
                 views += [(len(views) + 1, f"{name}_chunks", READ, operand),
                           (len(views) + 2, f"{name}_words", READ, operand)]
+            elif placement == CHUNKS:
+                views.append((len(views) + 1, f"{name}_chunks", READ, operand))
             elif placement == SHARED:
                 views.append((len(views) + 1, f"{name}_words", READ_WRITE, operand))
         views.append((len(views) + 1, self.output_view, READ_WRITE, self.input_count))
@@ -225,9 +234,10 @@ def _input_accessors(key: KernelKey) -> list[str]:
                 "out_words": "atomicLoad(&out_words[{i}])" if key.atomic_output else "out_words[{i}]"}[key.output_view]
     words, chunks = [], []
     for name, placement in zip("ab", key.input_placement):
-        word = {SEPARATE: f"{name}_words[{{i}}]", SHARED: f"{name}_words[{{i}}]", VIA_OUTPUT: out_word}[placement]
+        word = {SEPARATE: f"{name}_words[{{i}}]", SHARED: f"{name}_words[{{i}}]", VIA_OUTPUT: out_word,
+                CHUNKS: f"{name}_chunks[({{i}}) / 4u][({{i}}) % 4u]"}[placement]
         words.append(word.format(i="index"))
-        if placement == SEPARATE:
+        if placement in (SEPARATE, CHUNKS):
             chunks.append(f"{name}_chunks[index]")
         elif placement == VIA_OUTPUT and key.output_view == "out_chunks":
             chunks.append("out_chunks[index]")

@@ -15,7 +15,7 @@ from gpuops import Binding, DataType, SignDesc, TensorDesc
 from gpuops.device import _grid, _rows_grid
 from gpuops.layout import Iteration
 from gpuops.operators import spec_of
-from gpuops.shaders import SEPARATE, KernelKey
+from gpuops.shaders import CHUNKS, SEPARATE, KernelKey
 
 from .dml import USAGE, device_with, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values
@@ -160,6 +160,38 @@ def test_cached_plans_do_not_skip_validation(device):
     with device.batch() as batch:
         batch.record(compiled, {name: dataclasses.replace(b) for name, b in bindings.items()})  # equal: cached
     assert batch.count == 1
+
+
+@pytest.mark.parametrize("case", [c for c, _ in op_cases()], ids=[i for _, i in op_cases()])
+def test_linear_inputs_are_bound_once_as_chunks(device, monkeypatch, case):
+    """A linear input whose window can be whole chunks inside its buffer is bound once, as chunks (one view fewer
+    per dispatch); the partial last unit (37 elements) reads its words through that view. float16 -> uint32 units
+    read an input's words on their main path and keep both views."""
+    operator, mode, in_type, out_type = case
+    keys = []
+    pipeline = device.pipeline
+    monkeypatch.setattr(device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    rng = np.random.default_rng(15)
+    desc = make_desc(operator, mode, in_type, out_type, (37,))
+    run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng))
+    words_read = in_type == DataType.FLOAT16 and out_type == DataType.UINT32
+    assert keys[-1].input_placement == (SEPARATE if words_read else CHUNKS,) * keys[-1].input_count
+    layout = keys[-1].bindings()
+    assert len(layout) == keys[-1].input_count * (2 if words_read else 1) + 1
+
+
+def test_input_ending_its_buffer_off_a_chunk_keeps_its_word_view(device, monkeypatch):
+    """No room to round the window up to whole chunks (37 float32 elements in a 148-byte buffer)."""
+    keys = []
+    pipeline = device.pipeline
+    monkeypatch.setattr(device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    x = np.random.default_rng(16).standard_normal(37).astype(np.float32)
+    a = device.wgpu_device.create_buffer_with_data(data=x, usage=USAGE)
+    out = _buffer(device, 148)
+    desc = make_desc(SIGN, None, DataType.FLOAT32, DataType.FLOAT32, (37,))
+    device.compile(desc).execute({"input_tensor": Binding(a), "output_tensor": Binding(out)})
+    assert keys[-1].input_placement == (SEPARATE,)
+    assert_same_bits(np.frombuffer(device.wgpu_device.queue.read_buffer(out), np.float32), np.sign(x))
 
 
 def test_in_place_refused_where_not_supported(device):
