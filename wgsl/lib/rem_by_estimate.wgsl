@@ -3,12 +3,12 @@
 // (lib/divide_by_estimate.wgsl) and float32's remainder (lib/f32_bits.wgsl).
 const TWO_TO_23: f32 = 8388608.0;
 
-// x % y for x (which may pass 2^32: it is used modulo 2^32), y < 2^31 and an estimate of x / y less than 0.5 from it,
-// below 2^22: rounded to the nearest integer (adding 2^23 rounds it, and the integer is then the float's low bits),
-// that is q = floor(x / y) or floor(x / y) + 1, so x - q * y lies in [-y, y), and computed modulo 2^32 one correction brings
-// it into [0, y). Nothing more: a second correction (for q - 1, which the bound rules out) cost float32 modulus
-// 2-3% on an H200 (docs/performance.md). y = 0 gives x (the estimate is then anything, times zero), for callers
-// that mask it.
+// x % y, for x given modulo 2^32 (the true x may pass 2^32), y < 2^31 and an estimate of the true x / y less than
+// 0.5 from it and below 2^22. Rounded to the nearest integer (adding 2^23 rounds it, and the integer is then the
+// float's low bits) the estimate is q = floor(x / y) or floor(x / y) + 1, so x - q * y lies in [-y, y), and
+// computed modulo 2^32 one correction brings it into [0, y). Nothing more: a second correction (for q - 1, which
+// the bound rules out) cost float32 modulus 2-3% on an H200 (docs/performance.md). y = 0 gives x (the estimate is
+// then anything, times zero), for callers that mask it.
 fn rem_from_estimate(x: u32, y: u32, estimate: f32) -> u32 {
     let q = bitcast<u32>(estimate + TWO_TO_23) & 0x7fffffu;
     let r = x - q * y;  // modulo 2^32: "negative" when q is one too large
