@@ -227,17 +227,18 @@ class CompiledOperator:
         """The dispatches for these bindings: built once, then reused from the device's bounded cache, so
         repeated execution allocates nothing."""
         key = self._plan_key(bindings)
+        plans = self.device._plans
         if key is not None:
             with self.device._lock:
-                plan = self._cached_plan(key)
-            if plan is not None:
-                return plan
+                plan = plans.get(key)
+                if plan is not None:
+                    plans.move_to_end(key)
+                    return plan
         validate_bindings(self.spec, self.desc, bindings, self.device)
         with self.device._lock, self.device.explained(self.spec.name, "preparing the dispatch"):
             plan = self._make_plan(bindings)
         if key is not None:
             with self.device._lock:
-                plans = self.device._plans
                 plans[key] = plan
                 while len(plans) > PLAN_CACHE_SIZE:
                     plans.popitem(last=False)
@@ -263,14 +264,6 @@ class CompiledOperator:
         except (KeyError, TypeError):
             return None
         return key
-
-    def _cached_plan(self, key: tuple) -> tuple[_Dispatch, ...] | None:
-        """The cached plan for a key from _plan_key, marked as recently used; the caller holds the lock."""
-        plans = self.device._plans
-        plan = plans.get(key)
-        if plan is not None:
-            plans.move_to_end(key)
-        return plan
 
     def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
         spec, device = self.spec, self.device
@@ -406,13 +399,10 @@ class Batch:
         if compiled.device is not self.device:
             raise ValidationError(f"{compiled.spec.name}: compiled on another gpuops.Device than this batch's")
         device = self.device
-        # A cached plan costs one lock and no context manager here: a batch of many small operations spends most
-        # of its host time in this method.
-        key = compiled._plan_key(bindings)
+        # No context manager here (a try instead): a batch of many small operations spends most of its host time in
+        # this method.
         with device._lock:
-            dispatches = None if key is None else compiled._cached_plan(key)
-            if dispatches is None:
-                dispatches = compiled._plan(bindings)  # validated before anything is recorded
+            dispatches = compiled._plan(bindings)  # validated before anything is recorded
             try:
                 self._pipeline = _dispatch_all(self._pass, dispatches, self._pipeline)
             except device.wgpu.GPUError as exc:

@@ -268,8 +268,9 @@ def shader_files(key: KernelKey) -> list[str]:
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     # (dict.fromkeys: a library two of these need is included once)
-    signed = (key.signed_remainder,) if key.signed_remainder else ()
-    needed = dict.fromkeys(libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,) + signed)
+    signed = key.signed_remainder
+    needed = dict.fromkeys(libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,)
+                           + ((signed,) if signed else ()))
     files += [f"lib/{name}" for name in needed]
     files += [f"dtype/{family}", f"ops/{key.shader}"]
     return files

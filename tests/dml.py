@@ -26,6 +26,14 @@ def device_with(device: gpuops.Device, **settings) -> gpuops.Device:
     return changed
 
 
+def kernel_keys(device: gpuops.Device, monkeypatch) -> list:
+    """The KernelKeys `device` asks pipelines for from now on (cached pipelines included), in order."""
+    keys = []
+    pipeline = device.pipeline
+    monkeypatch.setattr(device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    return keys
+
+
 def make_desc(operator: str, mode, in_type: DataType, out_type: DataType, sizes, strides: dict | None = None,
               **tensor_kwargs):
     spec = spec_by_name(operator)

@@ -17,7 +17,7 @@ from gpuops.layout import Iteration
 from gpuops.operators import spec_of
 from gpuops.shaders import CHUNKS, SEPARATE, KernelKey
 
-from .dml import USAGE, device_with, make_desc, run_and_check
+from .dml import USAGE, device_with, kernel_keys, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values
 
 PACKED = [DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.FLOAT16]
@@ -168,9 +168,7 @@ def test_linear_inputs_are_bound_once_as_chunks(device, monkeypatch, case):
     per dispatch); the partial last unit (37 elements) reads its words through that view. float16 -> uint32 units
     read an input's words on their main path and keep both views."""
     operator, mode, in_type, out_type = case
-    keys = []
-    pipeline = device.pipeline
-    monkeypatch.setattr(device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    keys = kernel_keys(device, monkeypatch)
     rng = np.random.default_rng(15)
     desc = make_desc(operator, mode, in_type, out_type, (37,))
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng))
@@ -182,9 +180,7 @@ def test_linear_inputs_are_bound_once_as_chunks(device, monkeypatch, case):
 
 def test_input_ending_its_buffer_off_a_chunk_keeps_its_word_view(device, monkeypatch):
     """No room to round the window up to whole chunks (37 float32 elements in a 148-byte buffer)."""
-    keys = []
-    pipeline = device.pipeline
-    monkeypatch.setattr(device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    keys = kernel_keys(device, monkeypatch)
     x = np.random.default_rng(16).standard_normal(37).astype(np.float32)
     a = device.wgpu_device.create_buffer_with_data(data=x, usage=USAGE)
     out = _buffer(device, 148)

@@ -11,7 +11,7 @@ import pytest
 
 from gpuops import DataType
 
-from .dml import device_with, make_desc, run_and_check
+from .dml import device_with, kernel_keys, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values, reference, run_numpy_api
 
 SHAPES = {1: (37,), 2: (5, 7), 3: (3, 4, 5), 4: (2, 3, 2, 5), 5: (2, 3, 2, 2, 3), 6: (2, 2, 3, 2, 2, 3),
@@ -126,9 +126,7 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
         strides["output_tensor"] = (5 * 130, 130, 2)
     elif layout == "in-place":
         strides["output_tensor"] = padded
-    keys = []
-    pipeline = row_grid_device.pipeline
-    monkeypatch.setattr(row_grid_device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    keys = kernel_keys(row_grid_device, monkeypatch)
     rng = _rng(case, layout, "rows")
     desc = make_desc(operator, mode, in_type, out_type, shape, strides)
     run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
@@ -150,9 +148,7 @@ def test_replicated_rows_fall_back_to_single_rows(default_shape_device, monkeypa
     dimension allows, the kernel runs single rows of several units per invocation instead."""
     operator, mode, in_type, out_type = case
     names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
-    keys = []
-    pipeline = default_shape_device.pipeline
-    monkeypatch.setattr(default_shape_device, "pipeline", lambda key: keys.append(key) or pipeline(key))
+    keys = kernel_keys(default_shape_device, monkeypatch)
     rng = _rng(case, "replicated-default")
     desc = make_desc(operator, mode, in_type, out_type, (3, 5, 64), {name: (0, 0, 1) for name in names})
     run_and_check(default_shape_device, desc, rng, lambda t, n: random_values(t, n, rng))
