@@ -36,47 +36,54 @@ struct F16PairResult {
 //   backends, though exact on the CPU adapter: never feed float arithmetic values scaled into float32's bottom
 //   range.
 // - The remainder step is f16_rem_step's three lines on both lanes at once; one step of f16_rem_f32 (estimate
-//   below 2^12) gives the remainder exactly (the proof is at f16_rem_f32).
+//   below 2^12) gives the remainder exactly (the proof is at f16_rem_f32). rest is then >= 0 and never -0 (x >= 0,
+//   and each step gives +0 for an exact zero), so its bits need no sign cleared.
 // - floored: y - rest is the GPU's float32 subtraction, as in f16_remainder_bits, and every result takes the
 //   divisor's sign (moved results, zeros, and those whose signs agree); the bits come back by rounding to nearest,
-//   ties to even, on the float32 bits (a normal float16 result's bits sit 13 up, its exponent rebiased). C's
-//   remainder is exact, so its bits are the float32 bits moved down, and it takes the dividend's sign.
-// Measured on an H200 (docs/performance.md): MODULUS_FLOOR 9% faster than lane by lane, MODULUS_TRUNCATE 3%. The
-// price: data with many special values (5%) runs both paths in nearly every warp, 1.5 TB/s where lane by lane alone
-// gave 2.2.
+//   ties to even, on the float32 bits (a normal float16 result's bits sit 13 up, its exponent rebiased): WGSL leaves
+//   the rounding of a float32 value to float16 to the implementation. C's remainder is exact, a float16 value (zero
+//   or normal where `ordinary`), which pack2x16float converts exactly; it takes the dividend's sign.
+// Every instruction here counts (the kernel is compute-bound): on an H200 the checks of both lanes at once on the
+// word's bits, in place of a vector of lanes, and pack2x16float in place of the bits moved down gave
+// MODULUS_TRUNCATE 3189 -> 3570 GB/s and MODULUS_FLOOR 2553 -> 2674 (docs/performance.md, twelfth session); the
+// same kernel with lanes set by rule for inf/NaN operands (fewer words lane by lane, more work in every word) ran
+// 8% slower. Against lane by lane alone: MODULUS_FLOOR 9% faster, MODULUS_TRUNCATE 3% (eighth session). The price:
+// data with many special values (5%) runs both paths in nearly every warp, 1.5 TB/s where lane by lane alone gave
+// 2.2.
 fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let ma = a & F16_PAIR_ABS;
     let mb = b & F16_PAIR_ABS;
-    let la = vec2<u32>(ma & 0xffffu, ma >> 16u);
-    let lb = vec2<u32>(mb & 0xffffu, mb >> 16u);
-    let normal_a = la - vec2<u32>(F16_IMPLICIT) < vec2<u32>(F16_INF - F16_IMPLICIT);
-    let normal_b = lb - vec2<u32>(F16_IMPLICIT) < vec2<u32>(F16_INF - F16_IMPLICIT);
-    let usual_operands = all(normal_b & (normal_a | (la == vec2<u32>(0u))));
+    // Both lanes at once: an exponent field plus 31 sets the lane's top bit where it is not zero, plus 1 where it
+    // is all ones; a magnitude plus 0x7fff where it is not zero. No sum leaves its lane.
+    let ea = ma & 0x7c007c00u;
+    let eb = mb & 0x7c007c00u;
+    let normal_a = (ea + 0x7c007c00u) & ~(ea + 0x04000400u);
+    let normal_b = (eb + 0x7c007c00u) & ~(eb + 0x04000400u);
+    let zero_a = ~(ma + 0x7fff7fffu);
+    let usual_operands = (normal_b & (normal_a | zero_a) & F16_PAIR_SIGNS) == F16_PAIR_SIGNS;
     let x = unpack2x16float(ma);
     let y = unpack2x16float(mb);
     let estimate = x * (1.0 / y);
     var rest = x - floor(estimate) * y;
     rest = select(rest, rest + y, rest < vec2<f32>(0.0));
     rest = select(rest, rest - y, rest >= y);
-    var h: vec2<u32>;
-    var signs: u32;
+    var result: u32;
     if (floored) {
         let opposite = (vec2<u32>(a ^ b) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u);
         rest = select(rest, y - rest, (opposite == vec2<u32>(1u)) & (rest != vec2<f32>(0.0)));
     }
-    let bits = bitcast<vec2<u32>>(rest) & vec2<u32>(F32_ABS_BITS);
-    let zero = bits == vec2<u32>(0u);
-    let usual_results = all((bits >= vec2<u32>(F32_LEAST_F16_NORMAL)) | zero);
+    let bits = bitcast<vec2<u32>>(rest);  // rest >= 0, never -0 (above)
+    // zero, or at least float16's least normal: bits - 1 wraps for zero
+    let usual_results = all(bits - vec2<u32>(1u) >= vec2<u32>(F32_LEAST_F16_NORMAL - 1u));
     if (floored) {
-        h = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
-        signs = b & F16_PAIR_SIGNS;
+        var h = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
+        h = select(h, vec2<u32>(0u), bits == vec2<u32>(0u));
+        result = (h.x | (h.y << 16u)) | (b & F16_PAIR_SIGNS);
     } else {
-        h = (bits >> vec2<u32>(13u)) - 0x1c000u;
-        signs = a & F16_PAIR_SIGNS;
+        result = pack2x16float(rest) | (a & F16_PAIR_SIGNS);
     }
-    h = select(h, vec2<u32>(0u), zero);
     let ordinary = usual_operands && all(estimate < vec2<f32>(4096.0)) && usual_results;
-    return F16PairResult(h.x | (h.y << 16u) | signs, ordinary);
+    return F16PairResult(result, ordinary);
 }
 
 // The remainder of a / b for binary16 bits (low 16 bits of a and b), exact:
