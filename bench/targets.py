@@ -4,6 +4,10 @@
 
 Every kernel's output is compared with NumPy bit for bit before it is timed. GPU times come from timestamp
 queries; bandwidth counts the bytes of tensor elements actually read (distinct elements) and written.
+Contiguous rows run at least --elements elements, and more where their types are narrower than the copy's float32:
+as many as make the row's largest tensor as large as the copy's (2^27 float16, 2^28 8-bit elements at the
+default), since a dispatch's start and drain are a fixed cost that weighs more on fewer bytes (--same-elements
+runs every row at --elements).
 `python bench/targets.py --render RESULTS.json [...]` prints the markdown table of docs/performance.md.
 """
 
@@ -154,7 +158,8 @@ def measure(args) -> dict:
     result = {"schema": "gpuops-targets/1", "machine": {"hostname": platform.node(), "platform": platform.platform()},
               "adapter": dict(device.adapter.info), "backend": device.backend,
               "versions": {"gpuops": gpuops.__version__, "wgpu": device.wgpu.__version__, "numpy": np.__version__},
-              "elements": n, "iterations": args.iterations, "repeats": args.repeats}
+              "elements": n, "same_elements": args.same_elements, "iterations": args.iterations,
+              "repeats": args.repeats}
     torch = torch_cuda()
     if torch is not None:
         result["versions"]["torch"] = torch.__version__
@@ -193,7 +198,8 @@ def measure(args) -> dict:
         for operator, mode in OPS:
             for in_type, out_type in type_pairs(operator):
                 if wanted(operator, mode, in_type, out_type):
-                    record("contiguous", runner.run(operator, mode, in_type, out_type, (n,)))
+                    count = n if args.same_elements else max(n, n * 4 // max(in_type.size, out_type.size))
+                    record("contiguous", runner.run(operator, mode, in_type, out_type, (count,)))
         # PyTorch's copy once more after the rows: one measurement has come out 7% below the others (3671 against
         # 3900-3990 GB/s on an H200), which would flatter every ratio; the goals take the faster.
         copies.append(torch_copy())
@@ -339,14 +345,16 @@ def render(paths: list[str]) -> str:
                    "PyTorch's copy); "
                    f"versions {data['versions']}.\n")
         if data.get("contiguous"):
-            out += ["| operator, types | GB/s | % of torch copy (goal 95%) | PyTorch same op GB/s | vs PyTorch |",
-                    "|---|---|---|---|---|"]
+            header = "| operator, types | elements | GB/s | % of torch copy (goal 95%) | PyTorch same op GB/s | vs PyTorch |"
+            out += [header, "|---|---|---|---|---|---|"]
             for row in data["contiguous"]:
                 torch_gbps = (row.get("torch") or {}).get("gbps")
                 note = (row.get("torch") or {}).get("error", "")
                 torch_cell = f"{torch_gbps:.0f}" if torch_gbps else f"n/a ({note[:40]})" if note else "n/a"
                 ratio = f"{row['gbps'] / torch_gbps:.2f}x" if torch_gbps else "n/a"
-                out.append(f"| {label(row)} | {row['gbps']:.0f} | {_pct(row['gbps'], tc)} | {torch_cell} | {ratio} |")
+                count = f"2^{int(row['sizes'][0]).bit_length() - 1}"
+                out.append(f"| {label(row)} | {count} | {row['gbps']:.0f} | {_pct(row['gbps'], tc)} | {torch_cell} "
+                           f"| {ratio} |")
             out.append("")
         if data.get("packed-2d"):
             packed = {label(r): r["gbps"] for r in data["packed-2d"]}
@@ -393,6 +401,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--elements", type=int, default=1 << 26)
+    parser.add_argument("--same-elements", action="store_true",
+                        help="contiguous rows at --elements each (default: narrow types at the copy's tensor bytes)")
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=1, help="passes per timed span (Dawn: 40)")
     parser.add_argument("--match", help="measure only the rows whose label (as 'sign int8') matches this regex")
