@@ -327,23 +327,34 @@ def _copy_samples(data: dict) -> str:
 
 
 def render(paths: list[str]) -> str:
-    """Markdown tables from results JSON files (later files override earlier sections of the same backend)."""
+    """Markdown tables from results JSON files. Rows of later files replace the rows of the same section and label
+    of earlier files of the same backend (so a run of a few rows updates a full run's table), and the host figures of
+    the last file that has them win; each contiguous row is set against the PyTorch copy of its own run, and the
+    header names the run of the last file with contiguous rows (else the first file's)."""
     runs: dict[str, dict] = {}
     for path in paths:
         data = json.loads(Path(path).read_text())
         merged = runs.setdefault(data["backend"], {})
-        for key, value in data.items():  # sections of later files win; the first file's scalars stay
-            if isinstance(value, list) or key not in merged:
+        for key, value in data.items():
+            if key in ("contiguous",) + LAYOUT_SECTIONS:
+                rows = {label(r): r for r in merged.get(key, [])}
+                for row in value:
+                    rows[label(row)] = dict(row, _copy=(data.get("torch_copy") or {}).get("gbps"))
+                merged[key] = list(rows.values())
+            elif key == "host" or key not in merged:  # the latest host figures; else the first file's scalars
                 merged[key] = value
+        if data.get("contiguous"):
+            merged["header"] = data
     out = []
     for backend, data in runs.items():
-        tc = (data.get("torch_copy") or {}).get("gbps")
-        out.append(f"### {data['adapter'].get('device')} ({data['adapter'].get('backend_type')}), {backend}, "
-                   f"driver {data['adapter'].get('description')}\n")
-        out.append(f"{data['elements']} elements; WGSL copy {data['wgsl_copy_gbps']:.0f} GB/s, PyTorch CUDA copy "
-                   f"{f'{tc:.0f} GB/s' if tc else 'not measured (no CUDA)'}{_copy_samples(data)} (targets use "
-                   "PyTorch's copy); "
-                   f"versions {data['versions']}.\n")
+        run = data.get("header", data)
+        tc = (run.get("torch_copy") or {}).get("gbps")
+        out.append(f"### {run['adapter'].get('device')} ({run['adapter'].get('backend_type')}), {backend}, "
+                   f"driver {run['adapter'].get('description')}\n")
+        sizes = "narrow types at the copy's tensor bytes" if run.get("same_elements") is False else "every row"
+        out.append(f"{run['elements']} elements ({sizes}); WGSL copy {run['wgsl_copy_gbps']:.0f} GB/s, PyTorch "
+                   f"CUDA copy {f'{tc:.0f} GB/s' if tc else 'not measured (no CUDA)'}{_copy_samples(run)} (targets "
+                   f"use PyTorch's copy); versions {run['versions']}.\n")
         if data.get("contiguous"):
             header = "| operator, types | elements | GB/s | % of torch copy (goal 95%) | PyTorch same op GB/s | vs PyTorch |"
             out += [header, "|---|---|---|---|---|---|"]
@@ -353,7 +364,7 @@ def render(paths: list[str]) -> str:
                 torch_cell = f"{torch_gbps:.0f}" if torch_gbps else f"n/a ({note[:40]})" if note else "n/a"
                 ratio = f"{row['gbps'] / torch_gbps:.2f}x" if torch_gbps else "n/a"
                 count = f"2^{int(row['sizes'][0]).bit_length() - 1}"
-                out.append(f"| {label(row)} | {count} | {row['gbps']:.0f} | {_pct(row['gbps'], tc)} | {torch_cell} "
+                out.append(f"| {label(row)} | {count} | {row['gbps']:.0f} | {_pct(row['gbps'], row['_copy'])} | {torch_cell} "
                            f"| {ratio} |")
             out.append("")
         if data.get("packed-2d"):
