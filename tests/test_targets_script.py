@@ -1,0 +1,70 @@
+"""bench/targets.py (issue 5's measurements): the contiguous rows' sizes and the rendering of merged runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuops import DataType
+
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "targets.py"
+
+
+@pytest.fixture(scope="module")
+def targets():
+    spec = importlib.util.spec_from_file_location("bench_targets", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(("in_type", "out_type", "expected"), [
+    (DataType.FLOAT32, DataType.FLOAT32, 1 << 26),
+    (DataType.FLOAT16, DataType.FLOAT16, 1 << 27),
+    (DataType.FLOAT16, DataType.UINT8, 1 << 27),   # the largest tensor decides
+    (DataType.FLOAT16, DataType.UINT32, 1 << 26),
+    (DataType.FLOAT32, DataType.UINT8, 1 << 26),
+    (DataType.INT8, DataType.INT8, 1 << 28),
+    (DataType.INT64, DataType.INT64, 1 << 26),      # never fewer than asked for
+])
+def test_narrow_rows_run_at_the_copys_tensor_bytes(targets, in_type, out_type, expected):
+    assert targets.contiguous_elements(1 << 26, in_type, out_type) == expected
+    assert targets.contiguous_elements(1 << 26, in_type, out_type, same_elements=True) == 1 << 26
+
+
+def _run(backend: str, copy: float, rows: dict[str, list[tuple[str, str, float]]]) -> dict:
+    def row(operator: str, dtype: str, gbps: float) -> dict:
+        return {"operator": operator, "mode": None, "dtype": dtype, "out_dtype": dtype, "sizes": [1 << 26],
+                "gbps": gbps, "torch": {"gbps": 1000.0}}
+    run = {"backend": backend, "adapter": {"device": "GPU", "backend_type": "Vulkan", "description": "driver"},
+           "elements": 1 << 26, "same_elements": False, "wgsl_copy_gbps": copy, "versions": {},
+           "torch_copy": {"gbps": copy}}
+    for section, items in rows.items():
+        run[section] = [row(*item) for item in items]
+    return run
+
+
+def test_render_merges_runs_row_by_row(targets, tmp_path):
+    full = _run("wgpu-native", 4000.0, {
+        "contiguous": [("ELEMENT_WISE_SIGN", "FLOAT32", 4000.0), ("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2000.0)],
+        "packed-2d": [("ELEMENT_WISE_SIGN", "FLOAT32", 4000.0), ("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2000.0)],
+        "broadcast": [("ELEMENT_WISE_SIGN", "FLOAT32", 3600.0), ("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 1000.0)]})
+    rows = _run("wgpu-native", 2000.0, {
+        "contiguous": [("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 1900.0)],
+        "packed-2d": [("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2500.0)],
+        "broadcast": [("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2000.0)]})
+    paths = []
+    for name, run in (("full.json", full), ("rows.json", rows)):
+        (tmp_path / name).write_text(json.dumps(run))
+        paths.append(str(tmp_path / name))
+    text = targets.render(paths)
+    # a contiguous row against the copy of its own run: 4000 of 4000, and the later run's 1900 of its 2000
+    assert "| sign float32 | 2^26 | 4000 | 100% |" in text
+    assert "| modulus_floor float16 | 2^26 | 1900 | 95% |" in text
+    assert "2000 | 2000 (80%)" not in text  # the earlier run's float16 layout rows are replaced...
+    assert "| 2500 | 2000 (80%)" in text
+    assert "| 4000 | 3600 (90%)" in text  # ...and its other rows kept
+    assert "PyTorch CUDA copy 2000 GB/s" in text  # the header names the run of the last contiguous rows
