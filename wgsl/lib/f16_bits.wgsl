@@ -13,10 +13,11 @@ const F16_INF: u32 = 0x7c00u;
 const F16_QNAN: u32 = 0x7e00u;
 const F16_IMPLICIT: u32 = 0x0400u;
 const F16_ONE: u32 = 0x3c00u;
-const F32_ABS_BITS: u32 = 0x7fffffffu;
 
 const F16_PAIR_SIGNS: u32 = 0x80008000u;
 const F16_PAIR_ABS: u32 = 0x7fff7fffu;
+const F16_PAIR_EXPONENTS: u32 = 0x7c007c00u;     // both lanes' exponent fields: 31 in each
+const F16_PAIR_EXPONENT_ONES: u32 = 0x04000400u; // 1 in both lanes' exponent fields
 const F32_LEAST_F16_NORMAL: u32 = 0x38800000u;  // 2^-14 as float32 bits
 
 struct F16PairResult {
@@ -53,13 +54,14 @@ struct F16PairResult {
 fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let ma = a & F16_PAIR_ABS;
     let mb = b & F16_PAIR_ABS;
-    // Both lanes at once: an exponent field plus 31 sets the lane's top bit where it is not zero, plus 1 where it
-    // is all ones; a magnitude plus 0x7fff where it is not zero. No sum leaves its lane.
-    let ea = ma & 0x7c007c00u;
-    let eb = mb & 0x7c007c00u;
-    let normal_a = (ea + 0x7c007c00u) & ~(ea + 0x04000400u);
-    let normal_b = (eb + 0x7c007c00u) & ~(eb + 0x04000400u);
-    let zero_a = ~(ma + 0x7fff7fffu);
+    // Both lanes at once, in each lane's top bit: an exponent field plus 31 sets it where the field is not zero,
+    // plus 1 where it is all ones; a magnitude plus 0x7fff sets it where the magnitude is not zero. No sum leaves
+    // its lane.
+    let ea = ma & F16_PAIR_EXPONENTS;
+    let eb = mb & F16_PAIR_EXPONENTS;
+    let normal_a = (ea + F16_PAIR_EXPONENTS) & ~(ea + F16_PAIR_EXPONENT_ONES);
+    let normal_b = (eb + F16_PAIR_EXPONENTS) & ~(eb + F16_PAIR_EXPONENT_ONES);
+    let zero_a = ~(ma + F16_PAIR_ABS);
     let usual_operands = (normal_b & (normal_a | zero_a) & F16_PAIR_SIGNS) == F16_PAIR_SIGNS;
     let x = unpack2x16float(ma);
     let y = unpack2x16float(mb);
