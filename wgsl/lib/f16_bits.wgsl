@@ -43,7 +43,10 @@ struct F16PairResult {
 //   divisor's sign (moved results, zeros, and those whose signs agree); the bits come back by rounding to nearest,
 //   ties to even, on the float32 bits (a normal float16 result's bits sit 13 up, its exponent rebiased): WGSL leaves
 //   the rounding of a float32 value to float16 to the implementation. C's remainder is exact, a float16 value (zero
-//   or normal where `ordinary`), which pack2x16float converts exactly; it takes the dividend's sign.
+//   or normal where `ordinary`), which pack2x16float converts exactly; it takes the dividend's sign. Like
+//   unpack2x16float above, pack2x16float runs on every word but is relied on only where `ordinary`: in other words
+//   a lane may hold inf or NaN (from operands that do not count), where WGSL makes its result an indeterminate
+//   value, and those words' bits are never used.
 // Every instruction here counts (the kernel is compute-bound): on an H200 the checks of both lanes at once on the
 // word's bits, in place of a vector of lanes, and pack2x16float in place of the bits moved down gave
 // MODULUS_TRUNCATE 3189 -> 3570 GB/s and MODULUS_FLOOR 2553 -> 2674 (docs/performance.md, twelfth session); the
@@ -69,7 +72,6 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     var rest = x - floor(estimate) * y;
     rest = select(rest, rest + y, rest < vec2<f32>(0.0));
     rest = select(rest, rest - y, rest >= y);
-    var result: u32;
     if (floored) {
         let opposite = (vec2<u32>(a ^ b) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u);
         rest = select(rest, y - rest, (opposite == vec2<u32>(1u)) & (rest != vec2<f32>(0.0)));
@@ -77,6 +79,7 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let bits = bitcast<vec2<u32>>(rest);  // rest >= 0, never -0 (above)
     // zero, or at least float16's least normal: bits - 1 wraps for zero
     let usual_results = all(bits - vec2<u32>(1u) >= vec2<u32>(F32_LEAST_F16_NORMAL - 1u));
+    var result: u32;
     if (floored) {
         var h = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
         h = select(h, vec2<u32>(0u), bits == vec2<u32>(0u));
