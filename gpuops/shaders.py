@@ -26,11 +26,6 @@ UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
 # per invocation (so that it stores as many units as an invocation of other kernels); see tuned_units_per_invocation.
 REPLICATED_ROW_GROUP = 4
 REPLICATED_UNITS_PER_INVOCATION = 1
-# int16 division, linear (lib/signed_by_estimate.wgsl), units per invocation: 1 / 2 / 4 ran MODULUS_FLOOR at
-# 4012 / 4070 / 4018 GB/s and MODULUS_TRUNCATE at 3599 / 3799 / 3888 on an H200 (tenth session); uint16's and every
-# other type's stayed within 2% of one or lost.
-LINEAR_INT16_DIVISION_UNITS = {"modulus_floor.wgsl": 2, "modulus_truncate.wgsl": 4}
-
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "rem_by_estimate.wgsl", "float_lanes.wgsl")),
@@ -183,16 +178,15 @@ class KernelKey:
 
 def tuned_units_per_invocation(key: KernelKey) -> int:
     """Units each invocation runs, as measured on an H200 (docs/performance.md): one for a linear kernel whose unit
-    stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%), except int16
-    division (LINEAR_INT16_DIVISION_UNITS); four where an invocation has work to amortise over its units: a strided
-    unit's coordinates, the 8-bit division table's fill (lib/divide_by_reciprocals.wgsl), float32 -> uint8's
-    one-word unit; one for replicated rows, whose invocation stores its unit to REPLICATED_ROW_GROUP rows."""
+    stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%; int16 division,
+    since its quotient is exact from one rounding, 1-2% against two or four); four where an invocation has work to
+    amortise over its units: a strided unit's coordinates, the 8-bit division table's fill
+    (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit; one for replicated rows, whose invocation
+    stores its unit to REPLICATED_ROW_GROUP rows."""
     if key.row_group > 1:
         return REPLICATED_UNITS_PER_INVOCATION
     chunk_units = key.unit * key.output_type.size == 16
     if all(key.linear) and chunk_units and not key.reciprocal_table:
-        if key.input_type == DataType.INT16 and key.divides:
-            return LINEAR_INT16_DIVISION_UNITS[key.shader]
         return 1
     return UNITS_PER_INVOCATION
 

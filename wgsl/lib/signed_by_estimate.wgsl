@@ -1,24 +1,30 @@
-// Remainders of int16 lanes (dtype/sint.wgsl) computed on their float32 values, signs and all: a rounded quotient
-// estimate and one correction, no magnitudes to take and no signs to put back. x % 0 is 0 (gpuops decision, as
-// NumPy), and INT_MIN % -1 gives 0, never a fault. On an H200 int16 MODULUS_FLOOR ran 24% faster than on magnitudes
+// Remainders of int16 lanes (dtype/sint.wgsl) computed on their float32 values, signs and all: the quotient comes
+// out of one float rounding exactly as C's (truncated) or Python's (floored) division has it, and the remainder is
+// x - q * y in integers, with nothing to correct afterwards. x % 0 is 0 (gpuops decision, as NumPy), and
+// INT_MIN % -1 gives 0, never a fault. On an H200 int16 MODULUS_FLOOR ran 24% faster this way than on magnitudes
 // (lib/signed_by_magnitudes.wgsl); int8 ran slower (four reciprocals a word), and keeps its table.
 //
 // Float32 gives only the quotient's estimate: the lanes' values are integers below 2^16 in magnitude, exact as
-// float32, and the remainder is computed in integers from the estimate's nearest integer.
+// float32, and the remainder is computed in integers from the quotient.
 
 const SIGNED_LANE_SIGN: u32 = 1u << (IN_BITS - 1u);
 const SIGNED_LANE_BIAS: f32 = 8388608.0 + f32(SIGNED_LANE_SIGN);  // 2^23 + 2^(IN_BITS-1)
-const NEAREST_INTEGER: f32 = 12582912.0;  // 1.5 * 2^23: x + it holds x's nearest integer in its low bits, |x| < 2^22
+const NEAREST_INTEGER: f32 = 12582912.0;  // 1.5 * 2^23: x + it holds integer x in its low bits, |x| < 2^22
 const NEAREST_INTEGER_BITS: u32 = 0x4b400000u;
+const QUOTIENT_NUDGE: f32 = 3.814697265625e-6;  // 2^-18
 
 // One lane's remainder, as the lane's bits (upper bits zero). A zero divisor gives any value; the caller masks it.
 // The lanes' values as float32 (x, y) and as 32-bit two's complement integers (xi, yi) come from the bits with the
 // sign bit flipped, which is the value plus 2^(IN_BITS-1): below 2^23's exponent those bits make 2^23 plus it.
-// x * (1 / y) is within 3.6e-7 |x / y| <= 0.012 of x / y (WGSL computes 1 / y within 2.5 units in the last place
-// and rounds the product), so q, its nearest integer, is within 0.52 of x / y, and r = x - q * y (in integers,
-// modulo 2^32) lies strictly between -|y| and |y|. One move by |y| towards the wanted sign then gives the
-// remainder: the divisor's sign for Python's modulus (floored), the dividend's for C's. q is taken from the
-// rounded sum's bits, never as (x + c) - c: shader compilers may fold that back to x (Mesa's does).
+//
+// Why the quotient is exact: e = x * (1 / y) is within 3.6e-7 |x / y| of x / y (WGSL computes 1 / y within 2.5
+// units in the last place and rounds the product). Moving e away from zero (truncated) or up (floored) by
+// 2^-18 |e| (one more rounding) gives e' with x / y + 3.3e-6 |x / y| <= e' <= x / y + 4.3e-6 |x / y| for the
+// direction moved. Where x / y is an integer k, e' is then at or beyond k in that direction, and trunc / floor give
+// k. Where it is not, its distance to the next integer in that direction is at least 1 / |y|, and e' moved at most
+// 4.3e-6 |x| / |y| < 0.15 / |y| (|x| <= 2^15), so it stays short of it (bench/exhaustive.py checks every pair). No
+// correction follows: on an H200, against a rounded quotient and one move towards the wanted sign, int16
+// MODULUS_TRUNCATE ran 3% faster on wgpu-native and 7% on Dawn, MODULUS_FLOOR the same and 3% (docs/performance.md).
 fn signed_lane_rem(a: u32, b: u32, floored: bool) -> u32 {
     let biased_a = a ^ SIGNED_LANE_SIGN;
     let biased_b = b ^ SIGNED_LANE_SIGN;
@@ -26,19 +32,18 @@ fn signed_lane_rem(a: u32, b: u32, floored: bool) -> u32 {
     let y = bitcast<f32>(0x4b000000u | biased_b) - SIGNED_LANE_BIAS;
     let xi = biased_a - SIGNED_LANE_SIGN;
     let yi = biased_b - SIGNED_LANE_SIGN;
-    let q = bitcast<u32>(x * (1.0 / y) + NEAREST_INTEGER) - NEAREST_INTEGER_BITS;
-    var r = xi - q * yi;
-    // r must be zero or have `wanted`'s sign: the divisor's (floored) or the dividend's.
-    let wanted = select(xi, yi, floored);
-    let wrong = r != 0u && ((r ^ wanted) >> 31u) == 1u;
-    // |y| with the wanted sign: y itself floored; for C's remainder, y or -y as x and y's signs agree or not.
-    var step = yi;
-    if (!floored) {
-        step = select(yi, 0u - yi, ((xi ^ yi) >> 31u) == 1u);
+    let estimate = x * (1.0 / y);
+    var quotient: f32;
+    if (floored) {
+        quotient = floor(estimate + abs(estimate) * QUOTIENT_NUDGE);
+    } else {
+        quotient = trunc(estimate * (1.0 + QUOTIENT_NUDGE));
     }
-    r += select(0u, step, wrong);
-    return r & IN_MASK;
+    // q from the sum's bits, never as (q + c) - c: shader compilers may fold that back to q (Mesa's does).
+    let q = bitcast<u32>(quotient + NEAREST_INTEGER) - NEAREST_INTEGER_BITS;
+    return (xi - q * yi) & IN_MASK;
 }
+
 // C's truncated remainder (floored false) or Python's modulus (floored true) in both lanes of a word.
 fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     let r = signed_lane_rem(a & IN_MASK, b & IN_MASK, floored) | (signed_lane_rem(a >> 16u, b >> 16u, floored) << 16u);
