@@ -33,7 +33,7 @@ fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     var value = m;
     var negative = lanes_high_bit(a);
     if (floored) {
-        let moved = lanes_fill((lanes_high_bit(a) ^ lanes_high_bit(b)) & nonzero);
+        let moved = lanes_fill(lanes_high_bit(a ^ b) & nonzero);
         value = m ^ ((m ^ (magnitude_b - m)) & moved);
         negative = lanes_high_bit(b);
     }
