@@ -19,10 +19,11 @@ const QUOTIENT_NUDGE: f32 = 3.814697265625e-6;  // 2^-18
 //
 // Why the quotient is exact: e = x * (1 / y) is within 3.6e-7 |x / y| of x / y (WGSL computes 1 / y within 2.5
 // units in the last place and rounds the product). Moving e away from zero (truncated) or up (floored) by
-// 2^-18 |e| (one more rounding) gives e' with x / y + 3.3e-6 |x / y| <= e' <= x / y + 4.3e-6 |x / y| for the
-// direction moved. Where x / y is an integer k, e' is then at or beyond k in that direction, and trunc / floor give
-// k. Where it is not, its distance to the next integer in that direction is at least 1 / |y|, and e' moved at most
-// 4.3e-6 |x| / |y| < 0.15 / |y| (|x| <= 2^15), so it stays short of it (bench/exhaustive.py checks every pair). No
+// 2^-18 |e| (one more rounding) gives e' between 3.3e-6 |x / y| and 4.3e-6 |x / y| beyond x / y in the direction
+// moved. Where x / y is an integer k, e' is then at or beyond k in that direction, and trunc / floor give k. Where
+// it is not, its distance to the next integer in that direction is at least 1 / |y|, and e' lies at most
+// 4.3e-6 |x| / |y| < 0.15 / |y| (|x| <= 2^15) beyond it, so it stays short of that integer (bench/exhaustive.py
+// checks every pair on the GPU, tests/test_quotient_bounds.py the bound with the reciprocal 3 units off). No
 // correction follows: on an H200, against a rounded quotient and one move towards the wanted sign, int16
 // MODULUS_TRUNCATE ran 3% faster on wgpu-native and 7% on Dawn, MODULUS_FLOOR the same and 3% (docs/performance.md).
 fn signed_lane_rem(a: u32, b: u32, floored: bool) -> u32 {

@@ -1,0 +1,44 @@
+"""The error argument of lib/signed_by_estimate.wgsl, checked on the CPU: int16 remainders take their quotient from
+one rounding of x * (1 / y) moved by QUOTIENT_NUDGE of itself, and must be exact wherever WGSL's 1 / y lands within
+its 2.5 units in the last place. NumPy's float32 arithmetic stands in for the GPU's (correctly rounded products and
+sums); the reciprocal is set off by up to 3 units either way. The GPU kernels themselves are checked on every int16
+pair by bench/exhaustive.py and on sampled pairs by the suite; this test keeps the constant and its bound honest on
+machines that cannot run every pair."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from gpuops.shaders import WGSL_DIR
+
+SOURCE = (WGSL_DIR / "lib" / "signed_by_estimate.wgsl").read_text()
+NUDGE = np.float32(float(re.search(r"const QUOTIENT_NUDGE: f32 = ([0-9.e+-]+);", SOURCE).group(1)))
+
+# Divisors where the margins are thinnest: |y| = 1 (the largest quotients, integers everywhere), small divisors with
+# large dividends (the next integer 1 / |y| away at quotients near 2^15), and the largest magnitudes.
+DIVISORS = np.array([1, 2, 3, 5, 7, 11, 127, 128, 255, 257, 1000, 4095, 16383, 32767, 2, 3, 6, 9, 129, 32768],
+                    np.int64) * np.array([1] * 14 + [-1] * 6, np.int64)
+DIVIDENDS = np.arange(-32768, 32768, dtype=np.int64)
+
+
+def kernel_quotients(x: np.ndarray, y: np.ndarray, ulps: int, floored: bool) -> np.ndarray:
+    """signed_lane_rem's quotient with the reciprocal of y off by `ulps` units in the last place."""
+    reciprocal = (np.float32(1) / y.astype(np.float32)).view(np.int32) + np.int32(ulps)
+    estimate = x.astype(np.float32)[None, :] * reciprocal.view(np.float32)[:, None]
+    if floored:
+        return np.floor(estimate + np.abs(estimate) * NUDGE).astype(np.int64)
+    return np.trunc(estimate * (np.float32(1) + NUDGE)).astype(np.int64)
+
+
+@pytest.mark.parametrize("floored", [False, True], ids=["truncate", "floor"])
+@pytest.mark.parametrize("ulps", [-3, -1, 0, 1, 3])
+def test_nudged_quotient_is_exact(floored: bool, ulps: int):
+    q = kernel_quotients(DIVIDENDS, DIVISORS, ulps, floored)
+    remainders = DIVIDENDS[None, :] - q * DIVISORS[:, None]
+    expected = (np.remainder if floored else np.fmod)(DIVIDENDS[None, :], DIVISORS[:, None])
+    wrong = np.argwhere(remainders != expected)
+    assert wrong.size == 0, (f"{len(wrong)} wrong, first: {DIVIDENDS[wrong[0][1]]} % {DIVISORS[wrong[0][0]]} gave "
+                             f"{remainders[tuple(wrong[0])]}, want {expected[tuple(wrong[0])]}")
