@@ -51,6 +51,10 @@ UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("
 # int16 MODULUS_FLOOR ran 3304 -> 4075 GB/s this way (truncate within 2%); int8 lost (floor 2881 -> 2679, truncate
 # 3347 -> 2178: four reciprocals per word on the slow pipe), so it keeps its table of reciprocals.
 SIGNED_BY_ESTIMATE = frozenset({DataType.INT16})
+# Operators whose int8 remainders come from the table of signed reciprocals (lib/signed_by_reciprocals.wgsl; the others
+# divide magnitudes). On an H200 int8 MODULUS_FLOOR ran 3470 -> 3827 GB/s this way (Dawn 3437 -> 3668) and
+# MODULUS_TRUNCATE 3% slower (3727 -> 3618, Dawn 3641 -> 3511).
+SIGNED_BY_RECIPROCALS = frozenset({"modulus_floor.wgsl"})
 
 # Libraries in wgsl/lib/ a divider (KernelKey.divider) is built on.
 DIVIDER_LIBRARIES: dict[str, tuple[str, ...]] = {"divide_by_estimate.wgsl": ("rem_by_estimate.wgsl",)}
@@ -129,11 +133,14 @@ class KernelKey:
     @property
     def signed_remainder(self) -> str | None:
         """The file in wgsl/lib/ that defines signed_lanes_rem for the signed integer family (dtype/sint.wgsl):
-        float32 values for the types of SIGNED_BY_ESTIMATE that divide, magnitudes otherwise."""
+        float32 values for the types of SIGNED_BY_ESTIMATE that divide, the signed table of reciprocals for 8-bit
+        types (int8) in the operators of SIGNED_BY_RECIPROCALS, magnitudes otherwise."""
         if DTYPE_SHADERS[self.input_type][0] != "sint.wgsl":
             return None
         if self.input_type in SIGNED_BY_ESTIMATE and self.divides:
             return "signed_by_estimate.wgsl"
+        if self.reciprocal_table and self.shader in SIGNED_BY_RECIPROCALS:
+            return "signed_by_reciprocals.wgsl"
         return "signed_by_magnitudes.wgsl"
 
     @property

@@ -474,16 +474,36 @@ def test_output_ending_where_the_buffer_ends(device, data_type, count):
     assert any(not k.output_chunks for k in device._pipelines if k.input_type == data_type)
 
 
+@pytest.mark.parametrize("by_reciprocals", [frozenset(), frozenset({"modulus_floor.wgsl", "modulus_truncate.wgsl"})],
+                         ids=["magnitudes", "signed-reciprocals"])
+def test_int8_remainders_exact_by_either_library(device, monkeypatch, by_reciprocals):
+    # Each operator takes its int8 remainders from one of two libraries (shaders.SIGNED_BY_RECIPROCALS, chosen by
+    # measurement); both must be exact for both operators on every pair, so that the choice stays a matter of speed.
+    from gpuops import shaders
+    monkeypatch.setattr(shaders, "SIGNED_BY_RECIPROCALS", by_reciprocals)
+    fresh = device_with(device)  # its own pipeline cache: the KernelKeys are the same, the shader text is not
+    keys = kernel_keys(fresh, monkeypatch)
+    values = np.arange(-128, 128, dtype=np.int16).astype(np.int8)
+    a, b = np.repeat(values, 256), np.tile(values, 256)
+    for name, reference in (("modulus_floor", np.remainder), ("modulus_truncate", np.fmod)):
+        got = getattr(gpuops, name)(a, b, device=fresh)
+        with np.errstate(all="ignore"):
+            assert_same_bits(got, reference(a, b), a, b)
+    library = "signed_by_reciprocals.wgsl" if by_reciprocals else "signed_by_magnitudes.wgsl"
+    assert keys and all(k.signed_remainder == library for k in keys)
+
+
 @pytest.mark.parametrize("data_type, divider, libraries", [
     (DataType.UINT8, "divide_by_reciprocals.wgsl", ()),
-    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_magnitudes.wgsl",)),
+    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_reciprocals.wgsl",)),  # (MODULUS_FLOOR's)
     (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
     (DataType.INT16, "divide_plain.wgsl", ("signed_by_estimate.wgsl",)),
     (DataType.FLOAT16, "divide_plain.wgsl", ()),
     (DataType.INT32, "divide_plain.wgsl", ("signed_by_magnitudes.wgsl",)),
 ], ids=str)
 def test_modulus_divides_by_width(data_type, divider, libraries):
-    # 8-bit integers: a table of reciprocals (int8 on magnitudes); uint16: a corrected float estimate; int16:
+    # 8-bit integers: a table of reciprocals (int8 MODULUS_FLOOR by its signed entries); uint16: a corrected float
+    # estimate; int16:
     # remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
     from gpuops.shaders import SEPARATE, KernelKey, shader_files
     key = KernelKey(shader="modulus_floor.wgsl", input_type=data_type, output_type=data_type, rank=1,
@@ -491,7 +511,8 @@ def test_modulus_divides_by_width(data_type, divider, libraries):
     files = shader_files(key)
     assert f"lib/{divider}" in files
     assert all(f"lib/{name}" in files for name in libraries)
-    optional = {"rem_by_estimate.wgsl", "signed_by_estimate.wgsl", "signed_by_magnitudes.wgsl"}
+    optional = {"rem_by_estimate.wgsl", "signed_by_estimate.wgsl", "signed_by_magnitudes.wgsl",
+                "signed_by_reciprocals.wgsl"}
     assert {name for name in optional if f"lib/{name}" in files} == set(libraries) & optional
     sign = shader_files(dataclasses.replace(key, shader="sign.wgsl", input_placement=(SEPARATE,)))
     assert "lib/divide_plain.wgsl" in sign

@@ -1,20 +1,31 @@
-// Division of 8-bit magnitudes (a, b < 256) with a table of reciprocals in workgroup memory, filled once per
-// workgroup: a multiply, a shift and a multiply-subtract per element in place of `%`, whose reciprocal and
-// conversions run on the GPU's slow pipe (on an H200 they held 8-bit modulus at 60% of the copy roof).
+// Division of 8-bit lanes with a table of reciprocals in workgroup memory, filled once per workgroup: a multiply, a
+// shift and a multiply-subtract per element in place of `%`, whose reciprocal and conversions run on the GPU's slow
+// pipe (on an H200 they held 8-bit modulus at 60% of the copy roof).
 //
-// reciprocals[d] = floor(2^16 / d) + 1, so a * reciprocals[d] / 2^16 = a / d + a * e / 2^16 with 0 < e <= 1.
-// The excess is below 255 / 2^16 < 1 / 255 <= 1 / d, the least distance from a / d up to the next integer, so
-// (a * reciprocals[d]) >> 16 is floor(a / d) for all a, d < 256 (bench/exhaustive.py checks every pair).
-var<workgroup> reciprocals: array<u32, 256>;
+// reciprocals[d] = R(d) = floor(2^16 / d) + 1 for magnitudes d < 256, so a * R(d) / 2^16 = a / d + a * e / 2^16 with
+// 0 < e <= 1. The excess is below 255 / 2^16 < 1 / 255 <= 1 / d, the least distance from a / d up to the next
+// integer, so (a * R(d)) >> 16 is floor(a / d) for all a, d < 256 (bench/exhaustive.py checks every pair).
+// reciprocals[SIGNED_RECIPROCALS + bits] holds sign(y) * R(|y|) for the int8 value y with those bits, as two's
+// complement (lib/signed_by_reciprocals.wgsl): the same division with the signs kept.
+const SIGNED_RECIPROCALS: u32 = 256u;
+var<workgroup> reciprocals: array<u32, 512>;
 
 fn prepare_workgroup(lane: u32) {
-    // d = 0 is never used: callers answer x % 0 themselves.
+    // d = 0 (entry 0) is never used: callers answer x % 0 themselves.
     for (var d = lane; d < 256u; d += WORKGROUP_SIZE) {
-        reciprocals[d] = select(0x10000u / max(d, 1u) + 1u, 0u, d == 0u);
+        let reciprocal = select(0x10000u / max(d, 1u) + 1u, 0u, d == 0u);
+        reciprocals[d] = reciprocal;
+        if (d < 128u) {
+            reciprocals[SIGNED_RECIPROCALS + d] = reciprocal;  // y = d
+        }
+        if (d >= 1u && d <= 128u) {
+            reciprocals[SIGNED_RECIPROCALS + 256u - d] = 0u - reciprocal;  // y = -d, whose bits are 256 - d
+        }
     }
     workgroupBarrier();
 }
 
+// a % b for magnitudes a, b < 256, b != 0.
 fn magnitude_rem(a: u32, b: u32) -> u32 {
     return a - ((a * reciprocals[b]) >> 16u) * b;
 }
