@@ -145,7 +145,8 @@ class KernelKey:
 
     @property
     def reciprocal_table(self) -> bool:
-        """8-bit division of magnitudes by a table of reciprocals in workgroup memory, filled once per workgroup.
+        """8-bit division by a table of reciprocals in workgroup memory (of magnitudes, and signed for int8 where
+        SIGNED_BY_RECIPROCALS says), filled once per workgroup.
         Other kernels divide by a float estimate or `%` and have no workgroup memory (zero-initialising it would
         cost every workgroup)."""
         return self.input_type.size == 1 and self.divides
