@@ -7,7 +7,7 @@
 // ran 3% slower (3725-3729 -> 3616-3620, 3641 -> 3511) and keeps the magnitudes (its quotient needs the sign
 // correction below; tests/test_bindings.py runs it on every pair all the same).
 //
-// Why the quotient is exact: the entry is sign(y) * R with R = floor(2^16 / |y|) + 1, so p = x * entry (below 2^23
+// Why the quotient is exact: the entry is sign(y) * R with R = floor(2^16 / |y|) + 1, so p = x * entry (below 2^24
 // in magnitude) is 2^16 (x / y + s e), where s is the sign of x / y and 0 <= e = |x| (R - 2^16 / |y|) / 2^16 <=
 // 128 / 2^16 = 1/512 (e = 0 only for x = 0). Where x / y is not an integer, the integers around it are at least
 // 1 / |y| >= 1/128 away.
