@@ -230,7 +230,10 @@ class CompiledOperator:
         plans = self.device._plans
         if key is not None:
             with self.device._lock:
-                plan = plans.get(key)
+                try:
+                    plan = plans.get(key)
+                except TypeError:  # an unhashable field in a Binding: validation says what is wrong
+                    key = plan = None
                 if plan is not None:
                     plans.move_to_end(key)
                     return plan
@@ -259,11 +262,9 @@ class CompiledOperator:
                 if type(binding) is not Binding:
                     return None
                 key += (binding.buffer, binding.offset, binding.size)
-            key = tuple(key)
-            hash(key)
         except (KeyError, TypeError):
             return None
-        return key
+        return tuple(key)
 
     def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
         spec, device = self.spec, self.device

@@ -26,6 +26,7 @@ UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
 # per invocation (so that it stores as many units as an invocation of other kernels); see tuned_units_per_invocation.
 REPLICATED_ROW_GROUP = 4
 REPLICATED_UNITS_PER_INVOCATION = 1
+
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "rem_by_estimate.wgsl", "float_lanes.wgsl")),

@@ -503,8 +503,7 @@ def test_int8_remainders_exact_by_either_library(device, monkeypatch, by_recipro
 ], ids=str)
 def test_modulus_divides_by_width(data_type, divider, libraries):
     # 8-bit integers: a table of reciprocals (int8 MODULUS_FLOOR by its signed entries); uint16: a corrected float
-    # estimate; int16:
-    # remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
+    # estimate; int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
     from gpuops.shaders import SEPARATE, KernelKey, shader_files
     key = KernelKey(shader="modulus_floor.wgsl", input_type=data_type, output_type=data_type, rank=1,
                     linear=(True, True, True), input_placement=(SEPARATE, SEPARATE))

@@ -111,8 +111,8 @@ fn f32_rem_magnitudes(ua: u32, ub: u32) -> u32 {
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction, round to
 // nearest, ties to even, subnormals kept. This is the only rounded addition MODULUS_FLOOR needs (a dividend below
 // the divisor moved into the divisor's sign; its other moves, |b| less a remainder of |b|'s unit, are exact here
-// too); below big, so it cannot overflow. The GPU's own subtraction computes
-// it, on the values themselves or, for tiny ones, on the values scaled by 2^64:
+// too); below big, so it cannot overflow. The GPU's own subtraction computes it, on the values themselves or, for
+// tiny ones, on the values scaled by 2^64:
 // - big >= 2^-100: where small is normal, so is the difference (at least big / 2, or where small > big / 2 a
 //   positive multiple of small's unit in the last place, at least 2^-124), and WGSL requires `x - y` correctly
 //   rounded (only subnormals may be flushed). Where small is subnormal, big - small lies within 2^-126 of big, whose
