@@ -43,10 +43,9 @@ struct F16PairResult {
 //   divisor's sign (moved results, zeros, and those whose signs agree); the bits come back by rounding to nearest,
 //   ties to even, on the float32 bits (a normal float16 result's bits sit 13 up, its exponent rebiased): WGSL leaves
 //   the rounding of a float32 value to float16 to the implementation. C's remainder is exact, a float16 value (zero
-//   or normal where `ordinary`), which pack2x16float converts exactly; it takes the dividend's sign. Like
-//   unpack2x16float above, pack2x16float runs on every word but is relied on only where `ordinary`: in other words
-//   a lane may hold inf or NaN (from operands that do not count), where WGSL makes its result an indeterminate
-//   value, and those words' bits are never used.
+//   or normal where `ordinary`), which pack2x16float converts exactly; it takes the dividend's sign. pack2x16float
+//   is given those results only (zeros for other words, whose lanes may hold inf or NaN from operands that do not
+//   count, and whose bits are never used), so it never sees a value WGSL leaves indeterminate.
 // Every instruction here counts (the kernel is compute-bound): on an H200 the checks of both lanes at once on the
 // word's bits, in place of a vector of lanes, and pack2x16float in place of the bits moved down gave
 // MODULUS_TRUNCATE 3189 -> 3570 GB/s and MODULUS_FLOOR 2553 -> 2674 (docs/performance.md, twelfth session); the
@@ -79,15 +78,17 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let bits = bitcast<vec2<u32>>(rest);  // rest >= 0, never -0 (above)
     // zero, or at least float16's least normal: bits - 1 wraps for zero
     let usual_results = all(bits - vec2<u32>(1u) >= vec2<u32>(F32_LEAST_F16_NORMAL - 1u));
+    let ordinary = usual_operands && all(estimate < vec2<f32>(4096.0)) && usual_results;
     var result: u32;
     if (floored) {
         var h = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
         h = select(h, vec2<u32>(0u), bits == vec2<u32>(0u));
         result = (h.x | (h.y << 16u)) | (b & F16_PAIR_SIGNS);
     } else {
-        result = pack2x16float(rest) | (a & F16_PAIR_SIGNS);
+        // Only an ordinary word's exact results reach pack2x16float; other words give it zeros (their bits are not
+        // used), so it never sees inf, NaN or a value outside float16's range.
+        result = pack2x16float(select(vec2<f32>(0.0), rest, ordinary)) | (a & F16_PAIR_SIGNS);
     }
-    let ordinary = usual_operands && all(estimate < vec2<f32>(4096.0)) && usual_results;
     return F16PairResult(result, ordinary);
 }
 
