@@ -19,7 +19,7 @@ fn elem_is_negative(x: u32) -> bool {
 }
 
 // C's fmod (np.fmod) and Python's modulus (np.remainder) on both lanes, exact (lib/f16_bits.wgsl): both lanes at
-// once where their operands are ordinary (f16_pair_rem), lane by lane otherwise.
+// once (f16_pair_rem), and a lane whose operands or result are not the usual ones again alone, on its bits.
 fn lanes_fmod(a: u32, b: u32) -> u32 {
     return lanes_rem(a, b, false);
 }
@@ -30,9 +30,14 @@ fn lanes_mod_floor(a: u32, b: u32) -> u32 {
 
 fn lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     let pair = f16_pair_rem(a, b, floored);
-    if (pair.ordinary) {
-        return pair.bits;
+    var bits = pair.bits;
+    // Only the unusual lane goes lane by lane: a warp then runs that path for a lane position where one of its
+    // invocations has an unusual lane there, not for every word that holds one.
+    if (!pair.usual.x) {
+        bits = insertBits(bits, f16_remainder_bits(a & 0xffffu, b & 0xffffu, floored), 0u, 16u);
     }
-    let low = f16_remainder_bits(a & 0xffffu, b & 0xffffu, floored);
-    return low | (f16_remainder_bits(a >> 16u, b >> 16u, floored) << 16u);
+    if (!pair.usual.y) {
+        bits = insertBits(bits, f16_remainder_bits(a >> 16u, b >> 16u, floored), 16u, 16u);
+    }
+    return bits;
 }

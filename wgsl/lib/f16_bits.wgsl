@@ -21,18 +21,20 @@ const F16_PAIR_EXPONENT_ONES: u32 = 0x04000400u; // 1 in both lanes' exponent fi
 const F32_LEAST_F16_NORMAL: u32 = 0x38800000u;  // 2^-14 as float32 bits
 
 struct F16PairResult {
-    bits: u32,       // both lanes' results, where `ordinary`
-    ordinary: bool,  // both lanes' operands and results are the usual ones below; where not, bits is not used
+    bits: u32,            // each lane's result, where the lane is usual
+    usual: vec2<bool>,    // per lane (low, high): its operands and result are the usual ones below; where not, the
+                          // lane's bits are not used
 }
 
 // f16_remainder_bits on both lanes of a word at once, for the usual operands and results: divisors normal,
 // dividends zero or normal, quotients below 2^12, results zero or at least 2^-14 (float16's least normal).
-// `ordinary` says whether both lanes are such; where they are not (inf, NaN, zero divisors, subnormals, large
-// quotients) the caller goes lane by lane.
+// `usual` says which lanes are such; the caller takes the others (inf, NaN, zero divisors, subnormals, large
+// quotients) lane by lane. No sum or result of one lane reaches the other's bits, so a usual lane's result holds
+// whatever its neighbour is.
 // - unpack2x16float converts normal float16 values and zero exactly. WGSL leaves subnormals, inf and NaN to the
 //   implementation (webgpu-traps.md: never rely on it there), so whether a lane counts is decided from its bits
 //   alone (usual_operands); a lane that does not count may hold any value, and its float results are never used
-//   (`ordinary` is false, and the caller goes lane by lane on the bits). The bits moved up 13 (a float32 whose
+//   (its `usual` is false, and the caller takes that lane on the bits). The bits moved up 13 (a float32 whose
 //   exponent is biased by 15, the value times 2^-112) scaled by 2^112 gave wrong remainders on an H200 with both
 //   backends, though exact on the CPU adapter: never feed float arithmetic values scaled into float32's bottom
 //   range.
@@ -40,19 +42,22 @@ struct F16PairResult {
 //   below 2^12) gives the remainder exactly (the proof is at f16_rem_f32). rest is then >= 0 and never -0 (x >= 0,
 //   and each step gives +0 for an exact zero), so its bits need no sign cleared.
 // - floored: y - rest is the GPU's float32 subtraction, as in f16_remainder_bits, and every result takes the
-//   divisor's sign (moved results, zeros, and those whose signs agree); the bits come back by rounding to nearest,
-//   ties to even, on the float32 bits (a normal float16 result's bits sit 13 up, its exponent rebiased): WGSL leaves
-//   the rounding of a float32 value to float16 to the implementation. C's remainder is exact, a float16 value (zero
-//   or normal where `ordinary`), which pack2x16float converts exactly; it takes the dividend's sign. pack2x16float
-//   is given those results only (zeros for other words, whose lanes may hold inf or NaN from operands that do not
-//   count, and whose bits are never used), so it never sees a value WGSL leaves indeterminate.
-// Every instruction here counts (the kernel is compute-bound): on an H200 the checks of both lanes at once on the
-// word's bits, in place of a vector of lanes, and pack2x16float in place of the bits moved down gave
-// MODULUS_TRUNCATE 3189 -> 3570 GB/s and MODULUS_FLOOR 2553 -> 2674 (docs/performance.md, twelfth session); the
-// same kernel with lanes set by rule for inf/NaN operands (fewer words lane by lane, more work in every word) ran
-// 8% slower. Against lane by lane alone: MODULUS_FLOOR 9% faster, MODULUS_TRUNCATE 3% (eighth session). The price:
-// data with many special values (5%) runs both paths in nearly every warp, 1.5 TB/s where lane by lane alone gave
-// 2.2.
+//   divisor's sign (moved results, zeros, and those whose signs agree). WGSL leaves the rounding of an inexact
+//   float32 value to float16 to the implementation, so the value is first rounded in float32 arithmetic to the
+//   nearest float16 value, ties to even (below): pack2x16float then has one valid answer. C's remainder is exact,
+//   a float16 value already; it takes the dividend's sign.
+// - pack2x16float is given the usual lanes' exact results only (zero for other lanes, which may hold inf or NaN
+//   from operands that do not count, and whose bits are never used), so it never sees a value WGSL leaves
+//   indeterminate.
+// Every instruction here counts (the kernel is compute-bound). On an H200 (docs/performance.md):
+// - the checks of both lanes at once on the word's bits, in place of a vector of lanes, and pack2x16float in place
+//   of the bits moved down: MODULUS_TRUNCATE 3189 -> 3570 GB/s and MODULUS_FLOOR 2553 -> 2674 (twelfth session);
+// - a usual lane's result kept beside an unusual one, which alone goes lane by lane (a warp runs that path for
+//   a lane position where one of its invocations needs it, no longer for every word): MODULUS_TRUNCATE
+//   3476 -> 3654, MODULUS_FLOOR 2677 -> 2871; MODULUS_FLOOR's rounding in float32 arithmetic and pack2x16float in
+//   place of rounding the bits: 2871 -> 3231 (fourteenth session);
+// - lanes set by rule for inf/NaN operands (fewer lanes lane by lane, more work in every word) ran 8% slower;
+//   setting unusual words aside and computing them once per workgroup between barriers ran 3-34% slower.
 fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let ma = a & F16_PAIR_ABS;
     let mb = b & F16_PAIR_ABS;
@@ -64,7 +69,8 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let normal_a = (ea + F16_PAIR_EXPONENTS) & ~(ea + F16_PAIR_EXPONENT_ONES);
     let normal_b = (eb + F16_PAIR_EXPONENTS) & ~(eb + F16_PAIR_EXPONENT_ONES);
     let zero_a = ~(ma + F16_PAIR_ABS);
-    let usual_operands = (normal_b & (normal_a | zero_a) & F16_PAIR_SIGNS) == F16_PAIR_SIGNS;
+    let usual_operands = ((vec2<u32>(normal_b & (normal_a | zero_a)) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u))
+                         == vec2<u32>(1u);
     let x = unpack2x16float(ma);
     let y = unpack2x16float(mb);
     let estimate = x * (1.0 / y);
@@ -77,19 +83,24 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     }
     let bits = bitcast<vec2<u32>>(rest);  // rest >= 0, never -0 (above)
     // zero, or at least float16's least normal: bits - 1 wraps for zero
-    let usual_results = all(bits - vec2<u32>(1u) >= vec2<u32>(F32_LEAST_F16_NORMAL - 1u));
-    let ordinary = usual_operands && all(estimate < vec2<f32>(4096.0)) && usual_results;
-    var result: u32;
+    let usual_results = bits - vec2<u32>(1u) >= vec2<u32>(F32_LEAST_F16_NORMAL - 1u);
+    let usual = usual_operands & (estimate < vec2<f32>(4096.0)) & usual_results;
+    var exact = rest;  // a float16 value where the lane is usual
+    var sign = a & F16_PAIR_SIGNS;
     if (floored) {
-        var h = ((bits + 0xfffu + ((bits >> vec2<u32>(13u)) & vec2<u32>(1u))) >> vec2<u32>(13u)) - 0x1c000u;
-        h = select(h, vec2<u32>(0u), bits == vec2<u32>(0u));
-        result = (h.x | (h.y << 16u)) | (b & F16_PAIR_SIGNS);
-    } else {
-        // Only an ordinary word's exact results reach pack2x16float; other words give it zeros (their bits are not
-        // used), so it never sees inf, NaN or a value outside float16's range.
-        result = pack2x16float(select(vec2<f32>(0.0), rest, ordinary)) | (a & F16_PAIR_SIGNS);
+        // rest to the nearest float16 value, ties to even, in float32 arithmetic. For rest in [2^e, 2^(e + 1)) the
+        // sum with 1.5 * 2^(e + 13) stays in that addend's binade, whose unit in the last place is 2^(e - 10),
+        // float16's unit at rest; WGSL's `+` is correctly rounded (to nearest, ties to even), and the addend is an
+        // even multiple of that unit, so the sum is rest rounded as float16 rounds, plus the addend; subtracting it
+        // again is exact (a result rounded up to 2^(e + 1) is a float16 value too). A zero stays zero (its addend,
+        // 1.5 * 2^-114, is normal).
+        let addend = bitcast<vec2<f32>>((bits & vec2<u32>(0x7f800000u)) + vec2<u32>(0x06c00000u));
+        exact = (rest + addend) - addend;
+        sign = b & F16_PAIR_SIGNS;
     }
-    return F16PairResult(result, ordinary);
+    // Only a usual lane's exact result reaches pack2x16float; other lanes give it zero (their bits are not used), so
+    // it never sees inf, NaN or a value outside float16's range.
+    return F16PairResult(pack2x16float(select(vec2<f32>(0.0), exact, usual)) | sign, usual);
 }
 
 // The remainder of a / b for binary16 bits (low 16 bits of a and b), exact:
