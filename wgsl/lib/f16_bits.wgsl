@@ -113,16 +113,14 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
 fn f16_remainder_bits(a: u32, b: u32, floor: bool) -> u32 {
     let ua = a & F16_ABS;
     let ub = b & F16_ABS;
-    // NaN operand, a = ±inf or b = ±0: NaN. b = ±inf with a finite: below. Those lanes divide 0 by 1 (their
-    // result is not used), so every lane runs the same instructions on finite values.
-    let invalid = ua >= F16_INF || ub > F16_INF || ub == 0u;
-    let b_infinite = ub == F16_INF;
-    let x = f16_magnitude_to_f32(select(ua, 0u, invalid || b_infinite));
-    let y = f16_magnitude_to_f32(select(ub, F16_ONE, invalid || b_infinite));
+    // Special operands (f16_special_rem) divide 0 by 1 (their result is not used), so every lane runs the same
+    // instructions on finite values.
+    let special = f16_special_operands(a, b);
+    let x = f16_magnitude_to_f32(select(ua, 0u, special));
+    let y = f16_magnitude_to_f32(select(ub, F16_ONE, special));
     let rest = f16_rem_f32(x, y);
     let opposite = ((a ^ b) & F16_SIGN) != 0u;
     var result: u32;
-    var infinite_divisor = a;  // fmod(a, ±inf) = a
     if (floor) {
         let moved = opposite && rest != 0.0;
         // y - rest (y, rest float16 values, so normal float32 values, and y - rest > 0 a multiple of 2^-24, normal
@@ -131,12 +129,28 @@ fn f16_remainder_bits(a: u32, b: u32, floor: bool) -> u32 {
         // a float16 value, changes nothing.
         let magnitude = f16_round_from_f32(select(rest, y - rest, moved));
         result = (select(a, b, moved || rest == 0.0) & F16_SIGN) | magnitude;
-        // a + ±inf is ±inf where a is non-zero of the other sign; a zero takes b's sign.
-        infinite_divisor = select(select(a, b, opposite), b & F16_SIGN, ua == 0u);
     } else {
         result = (a & F16_SIGN) | f16_from_f32_exact(rest);  // ±0 keeps a's sign
     }
-    return select(select(result, infinite_divisor, b_infinite), F16_QNAN, invalid);
+    return select(result, f16_special_rem(a, b, floor), special);
+}
+
+// An operand is inf or NaN, or the divisor is zero: the remainder follows from the rule, with no division.
+fn f16_special_operands(a: u32, b: u32) -> bool {
+    let ub = b & F16_ABS;
+    return (a & F16_ABS) >= F16_INF || ub >= F16_INF || ub == 0u;
+}
+
+// f16_remainder_bits for special operands (f16_special_operands): NaN for a NaN operand, a = ±inf or b = ±0;
+// for b = ±inf and a finite, C's remainder is a, and Python's modulus a + ±inf as NumPy computes it: ±inf where a
+// is non-zero of the other sign, a otherwise, and a zero takes b's sign.
+fn f16_special_rem(a: u32, b: u32, floor: bool) -> u32 {
+    let ua = a & F16_ABS;
+    var infinite_divisor = a;
+    if (floor) {
+        infinite_divisor = select(select(a, b, ((a ^ b) & F16_SIGN) != 0u), b & F16_SIGN, ua == 0u);
+    }
+    return select(infinite_divisor, F16_QNAN, ua >= F16_INF || (b & F16_ABS) != F16_INF);
 }
 
 // x mod y for float16 values x >= 0, y > 0 held in float32, exactly.
