@@ -3,7 +3,8 @@ one rounding of x * (1 / y) moved by QUOTIENT_NUDGE of itself, and must be exact
 its 2.5 units in the last place. NumPy's float32 arithmetic stands in for the GPU's (correctly rounded products and
 sums); the reciprocal is set off by up to 3 units either way. The GPU kernels themselves are checked on every int16
 pair by bench/exhaustive.py and on sampled pairs by the suite; this test keeps the constant and its bound honest on
-machines that cannot run every pair."""
+machines that cannot run every pair. The same for float16's pair path (lib/f16_bits.wgsl), whose quotient estimate is
+moved down so that one correction suffices (below)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,28 @@ def test_nudged_quotient_is_exact(floored: bool, ulps: int):
     wrong = np.argwhere(remainders != expected)
     assert wrong.size == 0, (f"{len(wrong)} wrong, first: {DIVIDENDS[wrong[0][1]]} % {DIVISORS[wrong[0][0]]} gave "
                              f"{remainders[tuple(wrong[0])]}, want {expected[tuple(wrong[0])]}")
+
+
+# lib/f16_bits.wgsl, f16_pair_rem: the quotient of float16 magnitudes x / y comes from x * ((1 / y) * (1 - 2^-13)),
+# and floor() of it must be floor(x / y) or one less (its single correction subtracts y once) wherever the estimate
+# is below 2^12 (elsewhere the lane goes lane by lane).
+F16_SOURCE = (WGSL_DIR / "lib" / "f16_bits.wgsl").read_text()
+F16_BELOW = np.float32(float(re.search(r"const F16_ESTIMATE_BELOW: f32 = ([0-9.e+-]+);", F16_SOURCE).group(1)))
+# Every normal float16 magnitude as dividend; as divisors, every significand at two exponents (the quotient's
+# margins depend on the significands and the exponents' difference), and the extremes of the range.
+F16_NORMALS = np.arange(0x0400, 0x7c00, dtype=np.uint16).view(np.float16).astype(np.float32)
+F16_DIVISORS = np.concatenate([np.arange(0x3c00, 0x4000), np.arange(0x0400, 0x0800, 3), [0x7bff, 0x7800, 0x0401]]
+                              ).astype(np.uint16).view(np.float16).astype(np.float32)
+
+
+@pytest.mark.parametrize("ulps", [-3, 0, 3])
+def test_float16_pair_quotient_within_one_below(ulps: int):
+    reciprocal = (np.float32(1) / F16_DIVISORS).view(np.int32) + np.int32(ulps)
+    scaled = reciprocal.view(np.float32) * F16_BELOW  # (float32 products, correctly rounded)
+    for y, inverse in zip(F16_DIVISORS, scaled):
+        estimate = F16_NORMALS * inverse
+        usual = estimate < 4096
+        q = np.floor(estimate[usual]).astype(np.int64)
+        exact = np.floor(F16_NORMALS[usual].astype(np.float64) / np.float64(y)).astype(np.int64)
+        bad = np.flatnonzero((q != exact) & (q != exact - 1))
+        assert bad.size == 0, f"{F16_NORMALS[usual][bad[0]]} / {y}: estimate {estimate[usual][bad[0]]}"

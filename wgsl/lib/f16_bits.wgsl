@@ -19,6 +19,7 @@ const F16_PAIR_ABS: u32 = 0x7fff7fffu;
 const F16_PAIR_EXPONENTS: u32 = 0x7c007c00u;     // both lanes' exponent fields: 31 in each
 const F16_PAIR_EXPONENT_ONES: u32 = 0x04000400u; // 1 in both lanes' exponent fields
 const F32_LEAST_F16_NORMAL: u32 = 0x38800000u;  // 2^-14 as float32 bits
+const F16_ESTIMATE_BELOW: f32 = 0.9998779296875;  // 1 - 2^-13 (f16_pair_rem)
 
 struct F16PairResult {
     bits: u32,            // each lane's result, where the lane is usual
@@ -73,9 +74,11 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
                          == vec2<u32>(1u);
     let x = unpack2x16float(ma);
     let y = unpack2x16float(mb);
-    let estimate = x * (1.0 / y);
+    // The quotient's estimate moved down by 2^-13 of itself, more than its error (at most 3.6e-7 of it, see
+    // f16_rem_f32), so floor(estimate) is floor(x / y) or one less (below 2^12 the move is at most 0.5): rest is
+    // in [0, 2y), and one correction brings it into [0, y).
+    let estimate = x * ((1.0 / y) * F16_ESTIMATE_BELOW);
     var rest = x - floor(estimate) * y;
-    rest = select(rest, rest + y, rest < vec2<f32>(0.0));
     rest = select(rest, rest - y, rest >= y);
     if (floored) {
         let opposite = (vec2<u32>(a ^ b) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u);
