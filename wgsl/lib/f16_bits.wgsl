@@ -39,8 +39,9 @@ struct F16PairResult {
 //   exponent is biased by 15, the value times 2^-112) scaled by 2^112 gave wrong remainders on an H200 with both
 //   backends, though exact on the CPU adapter: never feed float arithmetic values scaled into float32's bottom
 //   range.
-// - The remainder step is f16_rem_step's three lines on both lanes at once; one step of f16_rem_f32 (estimate
-//   below 2^12) gives the remainder exactly (the proof is at f16_rem_f32). rest is then >= 0 and never -0 (x >= 0,
+// - The remainder step is f16_rem_step's on both lanes at once, its estimate moved down so that one correction
+//   suffices (below); one step of f16_rem_f32 (estimate below 2^12) gives the remainder exactly (the proof is at
+//   f16_rem_f32). rest is then >= 0 and never -0 (x >= 0,
 //   and each step gives +0 for an exact zero), so its bits need no sign cleared.
 // - floored: y - rest is the GPU's float32 subtraction, as in f16_remainder_bits, and every result takes the
 //   divisor's sign (moved results, zeros, and those whose signs agree). WGSL leaves the rounding of an inexact
@@ -56,9 +57,11 @@ struct F16PairResult {
 // - a usual lane's result kept beside an unusual one, which alone goes lane by lane (a warp runs that path for
 //   a lane position where one of its invocations needs it, no longer for every word): MODULUS_TRUNCATE
 //   3476 -> 3654, MODULUS_FLOOR 2677 -> 2871; MODULUS_FLOOR's rounding in float32 arithmetic and pack2x16float in
-//   place of rounding the bits: 2871 -> 3231 (fourteenth session);
-// - lanes set by rule for inf/NaN operands (fewer lanes lane by lane, more work in every word) ran 8% slower;
-//   setting unusual words aside and computing them once per workgroup between barriers ran 3-34% slower.
+//   place of rounding the bits: 2871 -> 3231; inf, NaN and zero divisors by rule in the caller's lane-by-lane path
+//   (lane_rem): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for one
+//   correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session);
+// - lanes set by rule for inf/NaN operands here (fewer words lane by lane, more work in every word) ran 8% slower;
+//   setting unusual words aside and computing them once per workgroup between barriers ran 2-36% slower.
 fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let ma = a & F16_PAIR_ABS;
     let mb = b & F16_PAIR_ABS;
