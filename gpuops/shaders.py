@@ -188,14 +188,20 @@ class KernelKey:
 def tuned_units_per_invocation(key: KernelKey) -> int:
     """Units each invocation runs, as measured on an H200 (docs/performance.md): one for a linear kernel whose unit
     stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%; int16 division,
-    since its quotient is exact from one rounding, 1-2% against two or four); four where an invocation has work to
-    amortise over its units: a strided unit's coordinates, the 8-bit division table's fill
-    (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit; one for replicated rows, whose invocation
-    stores its unit to REPLICATED_ROW_GROUP rows."""
+    since its quotient is exact from one rounding, 1-2% against two or four); one for a flat-grid kernel with a
+    strided operand, whose units each find their own coordinates, so nothing is amortised (strided outputs 2-17%
+    faster than at four); four where an invocation has work to amortise over its units: a ROWS kernel's row offsets
+    (broadcast modulus 1-6% slower at one), the 8-bit division table's fill (lib/divide_by_reciprocals.wgsl) and
+    float32 -> uint8's one-word unit in linear kernels; one for replicated rows, whose invocation stores its unit to
+    REPLICATED_ROW_GROUP rows."""
     if key.row_group > 1:
         return REPLICATED_UNITS_PER_INVOCATION
+    if key.rows:
+        return UNITS_PER_INVOCATION
+    if not all(key.linear):
+        return 1
     chunk_units = key.unit * key.output_type.size == 16
-    if all(key.linear) and chunk_units and not key.reciprocal_table:
+    if chunk_units and not key.reciprocal_table:
         return 1
     return UNITS_PER_INVOCATION
 
