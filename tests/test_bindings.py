@@ -520,17 +520,17 @@ def test_modulus_divides_by_width(data_type, divider, libraries):
 
 
 @pytest.mark.parametrize("case, expected", [
-    (dict(), 1),  # linear, a whole output chunk per unit
-    (dict(input_type=DataType.INT8, output_type=DataType.INT8), 4),  # linear, the 8-bit table's fill
-    (dict(shader="is_nan.wgsl", output_type=DataType.UINT8, input_placement=(SEPARATE,)), 4),  # one-word unit
-    (dict(linear=(True, True, False)), 1),  # a strided output on the flat grid
-    (dict(linear=(False, True, True), input_type=DataType.INT8, output_type=DataType.INT8), 1),
-    (dict(linear=(True, False, True), rank=2, rows=True), 4),  # ROWS: row offsets amortised
-    (dict(linear=(False, False, True), rank=2, rows=True, row_group=4), 1),  # replicated rows
+    ({}, 1),  # linear, a whole output chunk per unit
+    ({"input_type": DataType.INT8, "output_type": DataType.INT8}, 4),  # linear, the 8-bit table's fill
+    ({"shader": "is_nan.wgsl", "output_type": DataType.UINT8, "input_placement": (SEPARATE,)}, 4),  # word unit
+    ({"linear": (True, True, False)}, 1),  # a strided output on the flat grid
+    ({"linear": (False, True, True), "input_type": DataType.INT8, "output_type": DataType.INT8}, 1),
+    ({"linear": (True, False, True), "rank": 2, "rows": True}, 4),  # ROWS: row offsets amortised
+    ({"linear": (False, False, True), "rank": 2, "rows": True, "row_group": 4}, 1),  # replicated rows
 ], ids=["linear", "linear-table", "linear-word-unit", "strided-out", "strided-table", "rows", "replicated"])
 def test_units_per_invocation_as_measured(case, expected):
     # The tuned values (docs/performance.md): what each kind of kernel amortises over its units.
-    from gpuops.shaders import SEPARATE, KernelKey, tuned_units_per_invocation
+    from gpuops.shaders import tuned_units_per_invocation
     key = dataclasses.replace(KernelKey(shader="modulus_floor.wgsl", input_type=DataType.FLOAT32,
                                         output_type=DataType.FLOAT32, rank=1, linear=(True, True, True),
                                         input_placement=(SEPARATE, SEPARATE)), **case)
