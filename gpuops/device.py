@@ -226,25 +226,29 @@ class CompiledOperator:
     def _plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
         """The dispatches for these bindings: built once, then reused from the device's bounded cache, so
         repeated execution allocates nothing."""
+        with self.device._lock:
+            return self._plan_locked(bindings)
+
+    def _plan_locked(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
+        """_plan for a caller that holds the device's lock (a batch records under it: one acquisition per
+        operation)."""
         key = self._plan_key(bindings)
         plans = self.device._plans
         if key is not None:
-            with self.device._lock:
-                try:
-                    plan = plans.get(key)
-                except TypeError:  # an unhashable field in a Binding: validation says what is wrong
-                    key = plan = None
-                if plan is not None:
-                    plans.move_to_end(key)
-                    return plan
+            try:
+                plan = plans.get(key)
+            except TypeError:  # an unhashable field in a Binding: validation says what is wrong
+                key = plan = None
+            if plan is not None:
+                plans.move_to_end(key)
+                return plan
         validate_bindings(self.spec, self.desc, bindings, self.device)
-        with self.device._lock, self.device.explained(self.spec.name, "preparing the dispatch"):
+        with self.device.explained(self.spec.name, "preparing the dispatch"):
             plan = self._make_plan(bindings)
         if key is not None:
-            with self.device._lock:
-                plans[key] = plan
-                while len(plans) > PLAN_CACHE_SIZE:
-                    plans.popitem(last=False)
+            plans[key] = plan
+            while len(plans) > PLAN_CACHE_SIZE:
+                plans.popitem(last=False)
         return plan
 
     def _plan_key(self, bindings: Mapping[str, Binding]) -> tuple | None:
@@ -403,7 +407,7 @@ class Batch:
         # No context manager here (a try instead): a batch of many small operations spends most of its host time in
         # this method.
         with device._lock:
-            dispatches = compiled._plan(bindings)  # validated before anything is recorded
+            dispatches = compiled._plan_locked(bindings)  # validated before anything is recorded
             try:
                 self._pipeline = _dispatch_all(self._pass, dispatches, self._pipeline)
             except device.wgpu.GPUError as exc:
