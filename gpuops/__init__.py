@@ -2,7 +2,7 @@
 
 from .api import default_device, is_infinity, is_nan, modulus_floor, modulus_truncate, sign
 from . import backends
-from .device import Batch, Binding, CompiledOperator, Device
+from .device import Batch, Binding, BindingTable, CompiledOperator, Device
 from .enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
 from .errors import DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError
 from .operators import IsInfinityDesc, IsNanDesc, ModulusFloorDesc, ModulusTruncateDesc, SignDesc
@@ -12,7 +12,7 @@ from .validation import validate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "Binding", "CompiledOperator", "backends", "DataType", "Device", "DeviceError", "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",
+    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceError", "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",
     "IsInfinityDesc", "IsInfinityMode", "IsNanDesc", "ModulusFloorDesc", "ModulusTruncateDesc", "SignDesc",
     "TensorDesc", "TensorFlags", "ValidationError", "default_device", "is_infinity", "is_nan", "modulus_floor",
     "modulus_truncate", "sign", "validate",

@@ -191,6 +191,21 @@ class _Dispatch:
     uniforms: wgpu.GPUBuffer  # kept alive with the bind group
 
 
+class BindingTable:
+    """DML's binding table: one compiled operator's bindings, validated and made into dispatches once, then
+    recorded any number of times (`batch.record(compiled, table)`, `compiled.record(encoder, table)`,
+    `compiled.execute(table)`) without looking anything up. Made by `CompiledOperator.bind`. It keeps its bind
+    groups (and so its buffers) alive for as long as it lives, outside the device's bounded plan cache."""
+
+    __slots__ = ("compiled", "bindings", "_dispatches")
+
+    def __init__(self, compiled: CompiledOperator, bindings: Mapping[str, Binding],
+                 dispatches: tuple[_Dispatch, ...]):
+        self.compiled = compiled
+        self.bindings = dict(bindings)  # a copy: the table stands for the bindings it was validated with
+        self._dispatches = dispatches
+
+
 class CompiledOperator:
     """A validated operator description, ready to record against bindings (DirectML's compiled operator)."""
 
@@ -203,14 +218,20 @@ class CompiledOperator:
         first = self.tensors[0]
         self.iteration: Iteration = coalesce(first.sizes, [t.element_strides for t in self.tensors])
 
-    def execute(self, bindings: Mapping[str, Binding]) -> None:
+    def bind(self, bindings: Mapping[str, Binding]) -> BindingTable:
+        """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
+        IDMLBindingTable); a refused binding raises here."""
+        with self.device._lock:
+            return BindingTable(self, bindings, self._plan_locked(bindings))
+
+    def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
         """Run once on the device's queue."""
         with self.device._lock:
             encoder = self.device.wgpu_device.create_command_encoder()
             self.record(encoder, bindings)
             self.device.submit(encoder, self.spec.name)
 
-    def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding],
+    def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding] | BindingTable,
                timestamp_writes: dict | None = None) -> None:
         """Record the work into a caller's command encoder (one compute pass); the caller submits it.
 
@@ -223,15 +244,20 @@ class CompiledOperator:
             _dispatch_all(compute_pass, dispatches)
             compute_pass.end()
 
-    def _plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
+    def _plan(self, bindings: Mapping[str, Binding] | BindingTable) -> tuple[_Dispatch, ...]:
         """The dispatches for these bindings: built once, then reused from the device's bounded cache, so
         repeated execution allocates nothing."""
         with self.device._lock:
             return self._plan_locked(bindings)
 
-    def _plan_locked(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
+    def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable) -> tuple[_Dispatch, ...]:
         """_plan for a caller that holds the device's lock (a batch records under it: one acquisition per
         operation)."""
+        if type(bindings) is BindingTable:
+            if bindings.compiled is not self:
+                raise ValidationError(f"{self.spec.name}: this binding table was made by another compiled operator "
+                                      f"({bindings.compiled.spec.name}); make one with this operator's bind()")
+            return bindings._dispatches
         key = self._plan_key(bindings)
         plans = self.device._plans
         if key is not None:
@@ -398,7 +424,9 @@ class Batch:
         self.count = 0
         self._done = False
 
-    def record(self, compiled: CompiledOperator, bindings: Mapping[str, Binding]) -> None:
+    def record(self, compiled: CompiledOperator, bindings: Mapping[str, Binding] | BindingTable) -> None:
+        """Record one operation. `bindings` made into a BindingTable beforehand (`compiled.bind`) skips the plan
+        lookup: the cheapest way to record the same operations again and again."""
         if self._done:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
         if compiled.device is not self.device:

@@ -350,6 +350,60 @@ def test_batch_sets_a_pipeline_only_when_it_changes(device):
     assert_same_bits(got[2], np.fmod(xs[2], xs[0]), xs[2], xs[0])
 
 
+def test_binding_table_records_like_its_bindings_without_a_lookup(device, monkeypatch):
+    """A BindingTable (DML's binding table) is validated and planned once; recording it through a batch, a caller's
+    encoder or execute() gives the same bits as the bindings themselves, looks nothing up and allocates nothing,
+    and outlives the device's bounded plan cache."""
+    monkeypatch.setattr(gpuops.device, "PLAN_CACHE_SIZE", 2)
+    rng = np.random.default_rng(11)
+    x, y = (rng.standard_normal(64).astype(np.float32) * 10 for _ in range(2))
+    f32 = TensorDesc(DataType.FLOAT32, (64,))
+    mod = device.compile(gpuops.ModulusFloorDesc(f32, f32, f32))
+    sign = device.compile(SignDesc(f32, f32))
+    a, b = (device.wgpu_device.create_buffer_with_data(data=v, usage=USAGE) for v in (x, y))
+    outs = [device.wgpu_device.create_buffer(size=256, usage=USAGE) for _ in range(3)]
+    tables = [mod.bind({"a_tensor": Binding(a), "b_tensor": Binding(b), "output_tensor": Binding(out)}) for out in outs]
+    in_place = sign.bind({"input_tensor": Binding(outs[0]), "output_tensor": Binding(outs[0])})
+    assert isinstance(tables[0], gpuops.BindingTable) and tables[0].compiled is mod
+    for n in range(4):  # evict every plan from the device's cache
+        sign.execute({"input_tensor": Binding(a), "output_tensor": Binding(outs[n % 3])})
+    created = []
+    for method in ("create_buffer", "create_buffer_with_data", "create_bind_group"):
+        original = getattr(device.wgpu_device, method)
+        monkeypatch.setattr(device.wgpu_device, method,
+                            lambda *args, _m=method, _o=original, **kw: created.append(_m) or _o(*args, **kw))
+    monkeypatch.setattr(gpuops.CompiledOperator, "_plan_key", lambda self, bindings: pytest.fail("looked up"))
+    with device.batch() as batch:
+        batch.record(mod, tables[0])
+        batch.record(sign, in_place)  # reads mod's output
+    encoder = device.wgpu_device.create_command_encoder()
+    mod.record(encoder, tables[1])
+    device.wgpu_device.queue.submit([encoder.finish()])
+    mod.execute(tables[2])
+    assert created == []
+    expected = np.remainder(x, y)
+    got = [np.frombuffer(device.wgpu_device.queue.read_buffer(out), np.float32) for out in outs]
+    signed = np.sign(expected)
+    signed[signed == 0] = 0  # -0 -> +0
+    assert_same_bits(got[0], signed)
+    assert_same_bits(got[1], expected, x, y)
+    assert_same_bits(got[2], expected, x, y)
+
+
+def test_binding_table_refusals(device):
+    """bind() validates at once (a refused binding makes no table); a table records only with its own operator."""
+    mod = device.compile(MOD_DESC)
+    with pytest.raises(gpuops.ValidationError, match=r"bindings\['a_tensor'\]: offset 8 is not a multiple"):
+        mod.bind(_good_bindings(device) | {"a_tensor": Binding(_buffer(device), 8)})
+    table = mod.bind(_good_bindings(device))
+    sign = device.compile(make_desc(SIGN, None, DataType.FLOAT32, DataType.FLOAT32, (8,)))
+    for record in (lambda: sign.execute(table), lambda: device.batch().record(sign, table)):
+        with pytest.raises(gpuops.ValidationError,
+                           match=r"ELEMENT_WISE_SIGN: this binding table was made by another compiled operator "
+                                 r"\(ELEMENT_WISE_MODULUS_FLOOR\)"):
+            record()
+
+
 def test_repeated_execution_allocates_nothing(device, monkeypatch):
     compiled = device.compile(MOD_DESC)
     bindings = _good_bindings(device)

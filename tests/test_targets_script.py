@@ -68,3 +68,19 @@ def test_render_merges_runs_row_by_row(targets, tmp_path):
     assert "| 2500 | 2000 (80%)" in text
     assert "| 4000 | 3600 (90%)" in text  # ...and its other rows kept
     assert "PyTorch CUDA copy 2000 GB/s" in text  # the header names the run of the last contiguous rows
+
+
+def test_render_host_side_with_and_without_binding_tables(targets, tmp_path):
+    host = {"batch_host_us_per_op": 6.25, "bare_batch_host_us_per_op": 3.5, "small_op_readback_us": 200.0,
+            "bare_submit_readback_us": 190.0, "numpy_api_small_op_us": 600.0, "large_elements": 1 << 28,
+            "large_wall_fraction_of_gpu": 0.95}
+    runs = {"old.json": host, "new.json": {**host, "batch_table_host_us_per_op": 4.25}}
+    texts = {}
+    for name, section in runs.items():
+        (tmp_path / name).write_text(json.dumps({**_run("dawn", 4000.0, {}), "host": section}))
+        texts[name] = targets.render([str(tmp_path / name)])
+    from_bindings = "| batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op | 6.2 us |"
+    from_tables = "recorded from binding tables (`compiled.bind`), host time per op | 4.2 us | <= 10 us |"
+    assert from_bindings in texts["old.json"] and from_tables not in texts["old.json"]  # (results before tables)
+    assert from_bindings in texts["new.json"] and from_tables in texts["new.json"]
+    assert "| one small op + read-back (DML level, cached plan) | 200 us = 1.05x" in texts["new.json"]
