@@ -41,11 +41,18 @@ DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
     DataType.UINT64: ("uint64.wgsl", ("u64.wgsl",)),
 }
 
-# Output width / input width -> (how narrow.wgsl turns a unit's input words into output, the unit's output bytes).
-# A unit is one output chunk, so that a warp's stores are contiguous; for float32 -> uint8 it is one input chunk,
-# so that its loads are (four input chunks per invocation measured slower on an H200).
-UNIT_SHAPES: dict[float, tuple[str, int]] = {1: ("same_width.wgsl", 16), 0.5: ("half_width_out.wgsl", 16),
-                                             0.25: ("quarter_width_out.wgsl", 4), 2: ("double_width_out.wgsl", 16)}
+# Output width / input width -> (how narrow.wgsl turns a unit's input words into output, the unit's output bytes,
+# and in replicated rows). A unit is one output chunk, so that a warp's stores are contiguous; for float32 -> uint8
+# it is one input chunk, so that its loads are (four input chunks per invocation measured slower on an H200, and
+# for strided outputs and gathered inputs too), but in replicated rows (KernelKey.row_group > 1), whose units are
+# computed once and stored to several rows, a whole output chunk again: on an H200 a broadcast IS_NAN float32 ->
+# uint8 ran 2002-2017 -> 2761-2790 GB/s (Dawn 3152 -> 3415) this way.
+UNIT_SHAPES: dict[float, tuple[str, int, int]] = {
+    1: ("same_width.wgsl", 16, 16),
+    0.5: ("half_width_out.wgsl", 16, 16),
+    0.25: ("quarter_width_out.wgsl", 4, 16),
+    2: ("double_width_out.wgsl", 16, 16),
+}
 
 # Signed types whose remainders are computed on float32 values, signs and all (lib/signed_by_estimate.wgsl); the
 # other signed types divide magnitudes (lib/signed_by_magnitudes.wgsl). See KernelKey.signed_remainder. On an H200
@@ -103,14 +110,15 @@ class KernelKey:
 
     @property
     def unit(self) -> int:
-        """Elements per unit of work: one 16-byte chunk of output (one word for float32 -> uint8), which is one
-        chunk of input too when both types have the same width (see UNIT_SHAPES)."""
+        """Elements per unit of work: one 16-byte chunk of output (one word for float32 -> uint8 but in replicated
+        rows), which is one chunk of input too when both types have the same width (see UNIT_SHAPES)."""
         if self.wide:
             return 2
-        return self.unit_shape[1] // self.output_type.size
+        _, unit_bytes, replicated_bytes = self.unit_shape
+        return (replicated_bytes if self.row_group > 1 else unit_bytes) // self.output_type.size
 
     @property
-    def unit_shape(self) -> tuple[str, int]:
+    def unit_shape(self) -> tuple[str, int, int]:
         """UNIT_SHAPES' row for this kernel's ratio of widths (8/16/32-bit types)."""
         return UNIT_SHAPES[self.output_type.size / self.input_type.size]
 

@@ -574,6 +574,23 @@ def test_modulus_divides_by_width(data_type, divider, libraries):
 
 
 @pytest.mark.parametrize("case, expected", [
+    ({}, 4),  # float32: a whole output chunk, one input chunk
+    ({"output_type": DataType.UINT8}, 4),  # float32 -> uint8: one input chunk, one output word
+    ({"output_type": DataType.UINT8, "linear": (False, True, False)}, 4),  # strided: measured slower at 16
+    ({"output_type": DataType.UINT8, "linear": (False, True, True), "rows": True}, 4),  # ROWS, not replicated
+    ({"output_type": DataType.UINT8, "linear": (False, True, True), "rows": True, "row_group": 4}, 16),
+    ({"input_type": DataType.FLOAT16, "output_type": DataType.UINT8}, 16),  # half width: one output chunk
+    ({"input_type": DataType.INT64, "output_type": DataType.INT64}, 2),
+], ids=["same-width", "quarter", "quarter-strided", "quarter-rows", "quarter-replicated", "half", "wide"])
+def test_units_as_measured(case, expected):
+    """Elements per unit (shaders.UNIT_SHAPES): float32 -> uint8 takes a whole output chunk only in replicated rows."""
+    key = dataclasses.replace(KernelKey(shader="is_nan.wgsl", input_type=DataType.FLOAT32,
+                                        output_type=DataType.FLOAT32, rank=2, linear=(True, True, True),
+                                        input_placement=(SEPARATE,)), **case)
+    assert key.unit == expected
+
+
+@pytest.mark.parametrize("case, expected", [
     ({}, 1),  # linear, a whole output chunk per unit
     ({"input_type": DataType.INT8, "output_type": DataType.INT8}, 4),  # linear, the 8-bit table's fill
     ({"shader": "is_nan.wgsl", "output_type": DataType.UINT8, "input_placement": (SEPARATE,)}, 4),  # word unit
