@@ -34,19 +34,10 @@ fn lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     // Only the unusual lane goes lane by lane: a warp then runs that path for a lane position where one of its
     // invocations has an unusual lane there, not for every word that holds one.
     if (!pair.usual.x) {
-        bits = insertBits(bits, lane_rem(a & 0xffffu, b & 0xffffu, floored), 0u, 16u);
+        bits = insertBits(bits, f16_remainder_bits(a & 0xffffu, b & 0xffffu, floored), 0u, 16u);
     }
     if (!pair.usual.y) {
-        bits = insertBits(bits, lane_rem(a >> 16u, b >> 16u, floored), 16u, 16u);
+        bits = insertBits(bits, f16_remainder_bits(a >> 16u, b >> 16u, floored), 16u, 16u);
     }
     return bits;
-}
-
-// One lane's remainder (bits in the low half): inf, NaN and zero divisors (most unusual lanes in real data) by
-// rule, without the division that subnormals and large quotients need.
-fn lane_rem(a: u32, b: u32, floored: bool) -> u32 {
-    if (f16_special_operands(a, b)) {
-        return f16_special_rem(a, b, floored);
-    }
-    return f16_remainder_bits(a, b, floored);
 }

@@ -12,7 +12,6 @@ const F16_ABS: u32 = 0x7fffu;
 const F16_INF: u32 = 0x7c00u;
 const F16_QNAN: u32 = 0x7e00u;
 const F16_IMPLICIT: u32 = 0x0400u;
-const F16_ONE: u32 = 0x3c00u;
 
 const F16_PAIR_SIGNS: u32 = 0x80008000u;
 const F16_PAIR_ABS: u32 = 0x7fff7fffu;
@@ -58,7 +57,7 @@ struct F16PairResult {
 //   a lane position where one of its invocations needs it, no longer for every word): MODULUS_TRUNCATE
 //   3476 -> 3654, MODULUS_FLOOR 2677 -> 2871; MODULUS_FLOOR's rounding in float32 arithmetic and pack2x16float in
 //   place of rounding the bits: 2871 -> 3231; inf, NaN and zero divisors by rule in the caller's lane-by-lane path
-//   (lane_rem): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for one
+//   (f16_remainder_bits): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for one
 //   correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session);
 // - lanes set by rule for inf/NaN operands here (fewer words lane by lane, more work in every word) ran 8% slower;
 //   setting unusual words aside and computing them once per workgroup between barriers ran 2-36% slower.
@@ -115,18 +114,17 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
 //   NumPy computes it (b's sign on |b| - |r|, computed in float32 and rounded to float16; |r| < |b|, so no
 //   overflow), and a zero remainder takes b's sign.
 // floor is a constant at every call, so each caller's code keeps one of the two.
-// Branch-free but for large quotients: the magnitudes are float32 values, where f16_rem_f32 divides exactly.
+// Special operands (inf, NaN, a zero divisor: most unusual lanes in real data) take their result by rule, without
+// the division; the others are float32 values, where f16_rem_f32 divides exactly (branch-free but for large
+// quotients).
 fn f16_remainder_bits(a: u32, b: u32, floor: bool) -> u32 {
-    let ua = a & F16_ABS;
-    let ub = b & F16_ABS;
-    // Special operands (f16_special_rem) divide 0 by 1 (their result is not used), so every lane runs the same
-    // instructions on finite values.
-    let special = f16_special_operands(a, b);
-    let x = f16_magnitude_to_f32(select(ua, 0u, special));
-    let y = f16_magnitude_to_f32(select(ub, F16_ONE, special));
+    if (f16_special_operands(a, b)) {
+        return f16_special_rem(a, b, floor);
+    }
+    let x = f16_magnitude_to_f32(a & F16_ABS);
+    let y = f16_magnitude_to_f32(b & F16_ABS);
     let rest = f16_rem_f32(x, y);
     let opposite = ((a ^ b) & F16_SIGN) != 0u;
-    var result: u32;
     if (floor) {
         let moved = opposite && rest != 0.0;
         // y - rest (y, rest float16 values, so normal float32 values, and y - rest > 0 a multiple of 2^-24, normal
@@ -134,11 +132,9 @@ fn f16_remainder_bits(a: u32, b: u32, floor: bool) -> u32 {
         // flushed) gives the bits NumPy's does, and the rounding to float16 is done on the bits. Rounding rest,
         // a float16 value, changes nothing.
         let magnitude = f16_round_from_f32(select(rest, y - rest, moved));
-        result = (select(a, b, moved || rest == 0.0) & F16_SIGN) | magnitude;
-    } else {
-        result = (a & F16_SIGN) | f16_from_f32_exact(rest);  // ±0 keeps a's sign
+        return (select(a, b, moved || rest == 0.0) & F16_SIGN) | magnitude;
     }
-    return select(result, f16_special_rem(a, b, floor), special);
+    return (a & F16_SIGN) | f16_from_f32_exact(rest);  // ±0 keeps a's sign
 }
 
 // An operand is inf or NaN, or the divisor is zero: the remainder follows from the rule, with no division.
