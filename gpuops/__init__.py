@@ -12,7 +12,8 @@ from .validation import validate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceError", "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",
+    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceError",
+    "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",
     "IsInfinityDesc", "IsInfinityMode", "IsNanDesc", "ModulusFloorDesc", "ModulusTruncateDesc", "SignDesc",
     "TensorDesc", "TensorFlags", "ValidationError", "default_device", "is_infinity", "is_nan", "modulus_floor",
     "modulus_truncate", "sign", "validate",

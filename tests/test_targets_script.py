@@ -79,7 +79,8 @@ def test_render_host_side_with_and_without_binding_tables(targets, tmp_path):
     for name, section in runs.items():
         (tmp_path / name).write_text(json.dumps({**_run("dawn", 4000.0, {}), "host": section}))
         texts[name] = targets.render([str(tmp_path / name)])
-    from_bindings = "| batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op | 6.2 us |"
+    from_bindings = ("| batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op "
+                     "| 6.2 us |")
     from_tables = "recorded from binding tables (`compiled.bind`), host time per op | 4.2 us | <= 10 us |"
     assert from_bindings in texts["old.json"] and from_tables not in texts["old.json"]  # (results before tables)
     assert from_bindings in texts["new.json"] and from_tables in texts["new.json"]

@@ -56,9 +56,9 @@ struct F16PairResult {
 // - a usual lane's result kept beside an unusual one, which alone goes lane by lane (a warp runs that path for
 //   a lane position where one of its invocations needs it, no longer for every word): MODULUS_TRUNCATE
 //   3476 -> 3654, MODULUS_FLOOR 2677 -> 2871; MODULUS_FLOOR's rounding in float32 arithmetic and pack2x16float in
-//   place of rounding the bits: 2871 -> 3231; inf, NaN and zero divisors by rule in the caller's lane-by-lane path
-//   (f16_remainder_bits): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for one
-//   correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session);
+//   place of rounding the bits: 2871 -> 3231; inf, NaN and zero divisors by rule in the lane-by-lane path
+//   (f16_remainder_bits): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for
+//   one correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session);
 // - lanes set by rule for inf/NaN operands here (fewer words lane by lane, more work in every word) ran 8% slower;
 //   setting unusual words aside and computing them once per workgroup between barriers ran 2-36% slower.
 fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {

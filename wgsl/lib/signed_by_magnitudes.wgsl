@@ -29,7 +29,8 @@ fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     if (!floored) {
         // C's remainder: m with a's sign, each negative lane's complement plus one. Added without carries between
         // lanes (a zero lane's complement plus one would carry out of it): the low bits add, the high bit is
-        // xored in. Fewer instructions than finding the zero lanes: int8 MODULUS_TRUNCATE is compute-bound.
+        // xored in. Fewer instructions than finding the zero lanes: on an H200 int8 MODULUS_TRUNCATE, compute-bound,
+        // ran 3736-3745 -> 3879-3886 GB/s this way (Dawn 3614 -> 3641-3668).
         let negative = lanes_high_bit(a);
         let complemented = m ^ lanes_fill(negative);
         return ((complemented & LANE_LOW) + negative) ^ (complemented & LANE_HIGH);
