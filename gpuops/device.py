@@ -221,8 +221,7 @@ class CompiledOperator:
     def bind(self, bindings: Mapping[str, Binding]) -> BindingTable:
         """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
         IDMLBindingTable); a refused binding raises here."""
-        with self.device._lock:
-            return BindingTable(self, bindings, self._plan_locked(bindings))
+        return BindingTable(self, bindings, self._plan(bindings))
 
     def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
         """Run once on the device's queue."""

@@ -9,6 +9,15 @@ fn lanes_magnitude(x: u32) -> u32 {
     return (x ^ lanes_fill(negative)) + negative;
 }
 
+// -value in each lane flagged in `negative` (1 in a lane's lowest bit), value elsewhere: the complement plus one,
+// added without carries between lanes (a zero lane's complement plus one would carry out of it): the low bits add,
+// the high bit is xored in. Fewer instructions than finding the zero lanes first: on an H200 int8
+// MODULUS_TRUNCATE, compute-bound, ran 3736-3745 -> 3879-3886 GB/s this way (Dawn 3614 -> 3641-3668).
+fn lanes_negate(value: u32, negative: u32) -> u32 {
+    let complemented = value ^ lanes_fill(negative);
+    return ((complemented & LANE_LOW) + negative) ^ (complemented & LANE_HIGH);
+}
+
 // C's truncated remainder (floored false) or Python's modulus (floored true) in every lane.
 fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     if (LANES == 1u) {
@@ -27,24 +36,12 @@ fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     let magnitude_b = lanes_magnitude(b);
     let m = lanes_magnitude_rem(lanes_magnitude(a), magnitude_b) & ~lanes_fill(lanes_zero(b));
     if (!floored) {
-        // C's remainder: m with a's sign, each negative lane's complement plus one. Added without carries between
-        // lanes (a zero lane's complement plus one would carry out of it): the low bits add, the high bit is
-        // xored in. Fewer instructions than finding the zero lanes: on an H200 int8 MODULUS_TRUNCATE, compute-bound,
-        // ran 3736-3745 -> 3879-3886 GB/s this way (Dawn 3614 -> 3641-3668).
-        let negative = lanes_high_bit(a);
-        let complemented = m ^ lanes_fill(negative);
-        return ((complemented & LANE_LOW) + negative) ^ (complemented & LANE_HIGH);
+        return lanes_negate(m, lanes_high_bit(a));  // C's remainder: m with a's sign
     }
-    let nonzero = lanes_zero(m) ^ LANE_ONES;
     // Python's modulus: m, or |b| - m where a and b's signs differ and m is not zero, with b's sign. |b| - m needs no
     // borrow from the next lane: m < |b| in every lane, and both are 0 where b is. (On an H200, int8 MODULUS_FLOOR
     // ran 9% faster this way than as C's remainder plus b where the signs differ; it now takes the signed
     // reciprocals, lib/signed_by_reciprocals.wgsl, faster still.)
-    let moved = lanes_fill(lanes_high_bit(a ^ b) & nonzero);
-    let value = m ^ ((m ^ (magnitude_b - m)) & moved);
-    let negative = lanes_high_bit(b);
-    // Negate the non-zero lanes with the sign: value <= 2^(IN_BITS-1) there, so the complement plus one stays in its
-    // lane (a zero lane would carry, and value is zero exactly where m is).
-    let negated = negative & nonzero;
-    return (value ^ lanes_fill(negated)) + negated;
+    let moved = lanes_fill(lanes_high_bit(a ^ b) & (lanes_zero(m) ^ LANE_ONES));
+    return lanes_negate(m ^ ((m ^ (magnitude_b - m)) & moved), lanes_high_bit(b));
 }
