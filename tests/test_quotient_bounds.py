@@ -4,7 +4,8 @@ its 2.5 units in the last place. NumPy's float32 arithmetic stands in for the GP
 sums); the reciprocal is set off by up to 3 units either way. The GPU kernels themselves are checked on every int16
 pair by bench/exhaustive.py and on sampled pairs by the suite; this test keeps the constant and its bound honest on
 machines that cannot run every pair. The same for float16's pair path (lib/f16_bits.wgsl), whose quotient estimate is
-moved down so that one correction suffices (below)."""
+moved down (C's remainder) or up (Python's modulus, of a dividend that may be negative) so that one correction
+suffices (below)."""
 
 from __future__ import annotations
 
@@ -45,11 +46,14 @@ def test_nudged_quotient_is_exact(floored: bool, ulps: int):
                              f"{remainders[tuple(wrong[0])]}, want {expected[tuple(wrong[0])]}")
 
 
-# lib/f16_bits.wgsl, f16_pair_rem: the quotient of float16 magnitudes x / y comes from x * ((1 / y) * (1 - 2^-13)),
-# and floor() of it must be floor(x / y) or one less (its single correction subtracts y once) wherever the estimate
-# is below 2^12 (elsewhere the lane goes lane by lane).
+# lib/f16_bits.wgsl, f16_pair_rem: the quotient of float16 values x / y (y > 0) comes from x * ((1 / y) * (1 - 2^-13))
+# for C's remainder (x >= 0), and floor() of it must be floor(x / y) or one less (its single correction subtracts y
+# once); for Python's modulus (x of either sign) from r = x * (1 / y) moved up as r + |r| * 2^-13, and floor() of it
+# must be floor(x / y) or one more (its correction adds y once). Both wherever the estimate is below 2^12 in
+# magnitude (elsewhere the lane goes lane by lane).
 F16_SOURCE = (WGSL_DIR / "lib" / "f16_bits.wgsl").read_text()
 F16_BELOW = np.float32(float(re.search(r"const F16_ESTIMATE_BELOW: f32 = ([0-9.e+-]+);", F16_SOURCE).group(1)))
+F16_UP = np.float32(float(re.search(r"const F16_ESTIMATE_UP: f32 = ([0-9.e+-]+);", F16_SOURCE).group(1)))
 # Every normal float16 magnitude as dividend; as divisors, every significand at two exponents (the quotient's
 # margins depend on the significands and the exponents' difference), and the extremes of the range.
 F16_NORMALS = np.arange(0x0400, 0x7c00, dtype=np.uint16).view(np.float16).astype(np.float32)
@@ -57,14 +61,19 @@ F16_DIVISORS = np.concatenate([np.arange(0x3c00, 0x4000), np.arange(0x0400, 0x08
                               ).astype(np.uint16).view(np.float16).astype(np.float32)
 
 
+@pytest.mark.parametrize("floored", [False, True], ids=["truncate", "floor"])
 @pytest.mark.parametrize("ulps", [-3, 0, 3])
-def test_float16_pair_quotient_within_one_below(ulps: int):
-    reciprocal = (np.float32(1) / F16_DIVISORS).view(np.int32) + np.int32(ulps)
-    scaled = reciprocal.view(np.float32) * F16_BELOW  # (float32 products, correctly rounded)
-    for y, inverse in zip(F16_DIVISORS, scaled):
-        estimate = F16_NORMALS * inverse
-        usual = estimate < 4096
+def test_float16_pair_quotient_within_one(floored: bool, ulps: int):
+    reciprocal = ((np.float32(1) / F16_DIVISORS).view(np.int32) + np.int32(ulps)).view(np.float32)
+    dividends = np.concatenate([-F16_NORMALS, F16_NORMALS]) if floored else F16_NORMALS
+    for y, inverse in zip(F16_DIVISORS, reciprocal):  # (float32 products and sums, correctly rounded)
+        if floored:
+            ratio = dividends * inverse
+            estimate = ratio + np.abs(ratio) * F16_UP
+        else:
+            estimate = dividends * (inverse * F16_BELOW)
+        usual = np.abs(estimate) < 4096
         q = np.floor(estimate[usual]).astype(np.int64)
-        exact = np.floor(F16_NORMALS[usual].astype(np.float64) / np.float64(y)).astype(np.int64)
-        bad = np.flatnonzero((q != exact) & (q != exact - 1))
-        assert bad.size == 0, f"{F16_NORMALS[usual][bad[0]]} / {y}: estimate {estimate[usual][bad[0]]}"
+        exact = np.floor(dividends[usual].astype(np.float64) / np.float64(y)).astype(np.int64)
+        bad = np.flatnonzero((q != exact) & (q != exact + (1 if floored else -1)))
+        assert bad.size == 0, f"{dividends[usual][bad[0]]} / {y}: estimate {estimate[usual][bad[0]]}"

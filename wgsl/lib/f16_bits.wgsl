@@ -19,6 +19,7 @@ const F16_PAIR_EXPONENTS: u32 = 0x7c007c00u;     // both lanes' exponent fields:
 const F16_PAIR_EXPONENT_ONES: u32 = 0x04000400u; // 1 in both lanes' exponent fields
 const F32_LEAST_F16_NORMAL: u32 = 0x38800000u;  // 2^-14 as float32 bits
 const F16_ESTIMATE_BELOW: f32 = 0.9998779296875;  // 1 - 2^-13 (f16_pair_rem)
+const F16_ESTIMATE_UP: f32 = 1.220703125e-4;  // 2^-13 (f16_pair_rem, floored)
 
 struct F16PairResult {
     bits: u32,            // each lane's result, where the lane is usual
@@ -38,15 +39,16 @@ struct F16PairResult {
 //   exponent is biased by 15, the value times 2^-112) scaled by 2^112 gave wrong remainders on an H200 with both
 //   backends, though exact on the CPU adapter: never feed float arithmetic values scaled into float32's bottom
 //   range.
-// - The remainder step is f16_rem_step's on both lanes at once, its estimate moved down so that one correction
-//   suffices (below); one step of f16_rem_f32 (estimate below 2^12) gives the remainder exactly (the proof is at
-//   f16_rem_f32). rest is then >= 0 and never -0 (x >= 0,
-//   and each step gives +0 for an exact zero), so its bits need no sign cleared.
-// - floored: y - rest is the GPU's float32 subtraction, as in f16_remainder_bits, and every result takes the
-//   divisor's sign (moved results, zeros, and those whose signs agree). WGSL leaves the rounding of an inexact
-//   float32 value to float16 to the implementation, so the value is first rounded in float32 arithmetic to the
-//   nearest float16 value, ties to even (below): pack2x16float then has one valid answer. C's remainder is exact,
-//   a float16 value already; it takes the dividend's sign.
+// - C's remainder: the remainder step is f16_rem_step's on both lanes at once, its estimate moved down so that one
+//   correction suffices (below); one step of f16_rem_f32 (estimate below 2^12) gives the remainder exactly (the
+//   proof is at f16_rem_f32). rest is then >= 0 and never -0 (x >= 0, and each step gives +0 for an exact zero),
+//   so its bits need no sign cleared; the result takes the dividend's sign.
+// - Python's modulus: the same step on the dividend given the sign of a * b, its estimate moved up (below), gives
+//   the divisor's-sign remainder's magnitude directly: exact, or (a dividend below the divisor of the other sign)
+//   the float32 sum NumPy rounds from, rounded once by the GPU's correctly rounded float32 arithmetic. WGSL leaves
+//   the rounding of an inexact float32 value to float16 to the implementation, so the value is first rounded in
+//   float32 arithmetic to the nearest float16 value, ties to even (below): pack2x16float then has one valid
+//   answer. Every result takes the divisor's sign.
 // - pack2x16float is given the usual lanes' exact results only (zero for other lanes, which may hold inf or NaN
 //   from operands that do not count, and whose bits are never used), so it never sees a value WGSL leaves
 //   indeterminate.
@@ -74,22 +76,36 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let zero_a = ~(ma + F16_PAIR_ABS);
     let usual_operands = ((vec2<u32>(normal_b & (normal_a | zero_a)) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u))
                          == vec2<u32>(1u);
-    let x = unpack2x16float(ma);
     let y = unpack2x16float(mb);
-    // The quotient's estimate moved down by 2^-13 of itself, more than its error (at most 3.6e-7 of it, see
-    // f16_rem_f32), so floor(estimate) is floor(x / y) or one less (below 2^12 the move is at most 0.5): rest is
-    // in [0, 2y), and one correction brings it into [0, y).
-    let estimate = x * ((1.0 / y) * F16_ESTIMATE_BELOW);
-    var rest = x - floor(estimate) * y;
-    rest = select(rest, rest - y, rest >= y);
+    var estimate: vec2<f32>;
+    var rest: vec2<f32>;
     if (floored) {
-        let opposite = (vec2<u32>(a ^ b) >> vec2<u32>(15u, 31u)) & vec2<u32>(1u);
-        rest = select(rest, y - rest, (opposite == vec2<u32>(1u)) & (rest != vec2<f32>(0.0)));
+        // Python's modulus of magnitudes is that of x, the dividend's magnitude with the sign of a * b, by y:
+        // x - floor(x / y) * y, in [0, y) and then given b's sign. x takes that sign on its bits (one instruction
+        // a word), so no lane needs moving afterwards. The estimate is moved up by 2^-13 of its magnitude, more
+        // than its error, so floor(estimate) is floor(x / y) or one more (below 2^12 the move is at most 0.5):
+        // rest is in (-y, y), and one correction brings it into [0, y). Where |x| >= y, rest is a multiple of y's
+        // unit in the last place below y, exact. Where |x| < y the quotient is 0 for x >= 0 (rest is x) and -1
+        // for x < 0 (the estimate is in (-1, 0)): rest is x + y, the one rounded result, rounded once as NumPy
+        // rounds r + b, in (0, y] (y where the sum rounds up to it, as NumPy's does), and left as it is.
+        let x = unpack2x16float(ma | ((a ^ b) & F16_PAIR_SIGNS));
+        let ratio = x * (1.0 / y);
+        estimate = ratio + abs(ratio) * F16_ESTIMATE_UP;
+        rest = x - floor(estimate) * y;
+        rest = select(rest, rest + y, rest < vec2<f32>(0.0));
+    } else {
+        // The quotient's estimate moved down by 2^-13 of itself, more than its error (at most 3.6e-7 of it, see
+        // f16_rem_f32), so floor(estimate) is floor(x / y) or one less (below 2^12 the move is at most 0.5): rest
+        // is in [0, 2y), and one correction brings it into [0, y).
+        let x = unpack2x16float(ma);
+        estimate = x * ((1.0 / y) * F16_ESTIMATE_BELOW);
+        rest = x - floor(estimate) * y;
+        rest = select(rest, rest - y, rest >= y);
     }
-    let bits = bitcast<vec2<u32>>(rest);  // rest >= 0, never -0 (above)
-    // zero, or at least float16's least normal: bits - 1 wraps for zero
+    let bits = bitcast<vec2<u32>>(rest);  // rest >= 0, or -0 from x = -0 (floored)
+    // zero, or at least float16's least normal: bits - 1 wraps for +0, and -0's are 0x7fffffff
     let usual_results = bits - vec2<u32>(1u) >= vec2<u32>(F32_LEAST_F16_NORMAL - 1u);
-    let usual = usual_operands & (estimate < vec2<f32>(4096.0)) & usual_results;
+    let usual = usual_operands & (abs(estimate) < vec2<f32>(4096.0)) & usual_results;
     var exact = rest;  // a float16 value where the lane is usual
     var sign = a & F16_PAIR_SIGNS;
     if (floored) {
@@ -100,7 +116,7 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
         // again is exact (a result rounded up to 2^(e + 1) is a float16 value too). A zero stays zero (its addend,
         // 1.5 * 2^-114, is normal).
         let addend = bitcast<vec2<f32>>((bits & vec2<u32>(0x7f800000u)) + vec2<u32>(0x06c00000u));
-        exact = (rest + addend) - addend;
+        exact = (abs(rest) + addend) - addend;  // abs: x = -0 leaves rest = -0, whose result is +0 (b's sign added)
         sign = b & F16_PAIR_SIGNS;
     }
     // Only a usual lane's exact result reaches pack2x16float; other lanes give it zero (their bits are not used), so
