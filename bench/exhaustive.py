@@ -240,7 +240,8 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes for the NumPy reference")
     args = parser.parse_args()
     device = gpuops.Device(backend=args.backend)
-    print(f"device: {device.adapter_name}, {device.backend}")
+    checks = "kept" if device.runtime_checks else "left out"
+    print(f"device: {device.adapter_name}, {device.backend}, shader runtime checks {checks}")
     step = max(1, (1 << 16) // args.divisors)  # spread out, so a small run still crosses every exponent and sign
     divisors = ALL_HALVES[::step][:args.divisors].copy()
     failures = (check_small(device) + check_float32(device, args.float32) + check_int64(device, args.int64)

@@ -162,7 +162,7 @@ def measure(args) -> dict:
     n = args.elements
     side = int(n ** 0.5)
     result = {"schema": "gpuops-targets/1", "machine": {"hostname": platform.node(), "platform": platform.platform()},
-              "adapter": dict(device.adapter.info), "backend": device.backend,
+              "adapter": dict(device.adapter.info), "backend": device.backend, "runtime_checks": device.runtime_checks,
               "versions": {"gpuops": gpuops.__version__, "wgpu": device.wgpu.__version__, "numpy": np.__version__},
               "elements": n, "same_elements": args.same_elements, "iterations": args.iterations,
               "repeats": args.repeats}

@@ -49,3 +49,88 @@ def installed_backends() -> list[str]:
             continue
         found.append(name)
     return found
+
+
+# Runtime checks: the safety code a WebGPU implementation adds to every shader for untrusted code. wgpu-native
+# clamps indices into fixed-size arrays and bounds every loop with a counter; Dawn clamps indices (its robustness
+# transform) and zero-fills workgroup memory. gpuops' shaders are its own: they index only within bindings that
+# validation has sized and within their own tables, fill their workgroup memory before reading it, and every loop
+# ends, so by default they run without that code, as Chrome's Skia and ONNX Runtime run theirs on Dawn. On an H200
+# leaving it out made int8 modulus 6-17% and float16 modulus 2-9% faster (docs/performance.md).
+# `Device(runtime_checks=True)` or GPUOPS_RUNTIME_CHECKS=1 keeps it.
+RUNTIME_CHECKS_ENV = "GPUOPS_RUNTIME_CHECKS"
+DAWN_UNCHECKED_TOGGLES = ("disable_robustness", "disable_workgroup_init")  # device toggles that leave them out
+
+
+def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgpu_device=None) -> bool:
+    """Whether a Device's shaders keep the runtime checks: `requested`, else $GPUOPS_RUNTIME_CHECKS ('1' keeps
+    them, '0' leaves them out), else left out where the backend can. A Dawn device made by the caller has them
+    as its toggles say."""
+    if requested is not None and not isinstance(requested, bool):
+        raise ValidationError(f"Device: runtime_checks must be True, False or None, not {requested!r}")
+    if requested is None:
+        value = os.environ.get(RUNTIME_CHECKS_ENV, "")
+        if value not in ("", "0", "1"):
+            raise ValidationError(f"{RUNTIME_CHECKS_ENV}={value!r}: allowed '0' (leave the checks out) or '1' "
+                                  "(keep them)")
+        requested = None if value == "" else value == "1"
+    if module.__name__ == BACKENDS["dawn"] and wgpu_device is not None:
+        from wgpudawn.backends.dawn import extras
+
+        kept = not set(DAWN_UNCHECKED_TOGGLES) <= set(extras.get_toggles(wgpu_device))
+        if requested is not None and requested != kept:
+            raise ValidationError(f"Device: runtime_checks={requested} asked of a Dawn device made "
+                                  f"{'with' if kept else 'without'} them: its toggles decide "
+                                  f"({', '.join(DAWN_UNCHECKED_TOGGLES)} leave them out)")
+        return kept
+    possible = module.__name__ == BACKENDS["dawn"] or _wgpu_native_trusted_entry() is not None
+    if requested is False and not possible:
+        raise DeviceError(f"Device: runtime_checks=False needs wgpu-native's trusted shader modules, which this "
+                          f"wgpu-py ({module.__version__}) does not reach; pass runtime_checks=True")
+    return requested if requested is not None else not possible
+
+
+def _wgpu_native_trusted_entry():
+    """wgpu-native's wgpuDeviceCreateShaderModuleTrusted, through wgpu-py's own C bindings (wgpu-py has no Python
+    call for it), or None where this wgpu-py does not have what it needs."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+        from wgpu.backends.wgpu_native._ffi import ffi, lib
+
+        create = _api.libf.wgpuDeviceCreateShaderModuleTrusted
+        parts = (_api.new_struct_p, _api.to_c_string_view, _api.GPUShaderModule, lib.WGPUSType_ShaderSourceWGSL)
+    except (ImportError, AttributeError):
+        return None
+    return _api, ffi, lib, create, parts
+
+
+def request_device(module: types.ModuleType, adapter, runtime_checks: bool, **descriptor):
+    """adapter.request_device_sync(**descriptor), on Dawn with the toggles that leave the runtime checks out
+    unless they are kept."""
+    if module.__name__ == BACKENDS["dawn"] and not runtime_checks:
+        from wgpudawn.backends.dawn import extras
+
+        return extras.request_device_sync(adapter, enable_toggles=DAWN_UNCHECKED_TOGGLES, **descriptor)
+    return adapter.request_device_sync(**descriptor)
+
+
+def create_shader_module(module: types.ModuleType, wgpu_device, label: str, code: str, runtime_checks: bool):
+    """A WGSL shader module. Without runtime checks on wgpu-native it is a trusted module (no runtime checks at
+    all); Dawn leaves them out by its device's toggles, so there it is a plain module."""
+    if runtime_checks or module.__name__ == BACKENDS["dawn"]:
+        return wgpu_device.create_shader_module(label=label, code=code)
+    entry = _wgpu_native_trusted_entry()
+    if entry is None:
+        raise DeviceError("this wgpu-py has no wgpuDeviceCreateShaderModuleTrusted: create the Device with "
+                          "runtime_checks=True")
+    api, ffi, lib, create, _ = entry
+    # As wgpu-py's GPUDevice.create_shader_module builds it (wgpu-py 0.32), with wgpu-native's trusted entry.
+    source = api.new_struct_p("WGPUShaderSourceWGSL *", code=api.to_c_string_view(code))
+    source[0].chain.next = ffi.NULL
+    source[0].chain.sType = lib.WGPUSType_ShaderSourceWGSL
+    descriptor = api.new_struct_p("WGPUShaderModuleDescriptor *", nextInChain=ffi.cast("WGPUChainedStruct *", source),
+                                  label=api.to_c_string_view(label))
+    handle = create(wgpu_device._internal, descriptor, lib.WGPUShaderRuntimeChecks_None)
+    if handle == ffi.NULL:
+        raise DeviceError(f"wgpu-native refused the shader module {label}")
+    return api.GPUShaderModule(label, handle, wgpu_device)

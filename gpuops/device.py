@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from .backends import backend_name, backend_of, load_backend
+from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
+                       resolve_runtime_checks)
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, ValidationError
 from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, units_own_their_words, window_for
@@ -70,7 +71,10 @@ class Device:
 
     def __init__(self, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4,
                  adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
-                 backend: str | None = None):
+                 backend: str | None = None, runtime_checks: bool | None = None):
+        """`runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
+        backends.py). None (the default, or $GPUOPS_RUNTIME_CHECKS) leaves it out where the backend can;
+        `self.runtime_checks` says what this device does."""
         try:
             self.feature_level = FeatureLevel.parse(feature_level)
         except ValueError as exc:
@@ -81,13 +85,16 @@ class Device:
             self.adapter = wgpu_device.adapter
         else:
             self.wgpu = load_backend(backend)
+        self.runtime_checks = resolve_runtime_checks(self.wgpu, runtime_checks, wgpu_device)
+        if wgpu_device is None:
             # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
             self.adapter = _pick_adapter(self.wgpu, adapter or os.environ.get("GPUOPS_ADAPTER") or None)
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]
-            self.wgpu_device = self.adapter.request_device_sync(
-                label="gpuops", required_features=features, required_limits={k: limits[k] for k in wanted})
+            self.wgpu_device = request_device(
+                self.wgpu, self.adapter, self.runtime_checks, label="gpuops", required_features=features,
+                required_limits={k: limits[k] for k in wanted})
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
         self.max_buffer_size = self.limits["max-buffer-size"]
@@ -170,7 +177,7 @@ class Device:
 
     def _create_pipeline(self, key: KernelKey):
         device, api = self.wgpu_device, self.wgpu
-        module = device.create_shader_module(label=key.shader, code=shader_source(key))
+        module = create_shader_module(api, device, key.shader, shader_source(key), self.runtime_checks)
         entries = [{"binding": 0, "visibility": api.ShaderStage.COMPUTE,
                     "buffer": {"type": api.BufferBindingType.uniform}}]
         for binding, _, access, _ in key.bindings():

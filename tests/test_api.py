@@ -43,6 +43,56 @@ def test_wrapping_a_callers_wgpu_device(device):
     assert gpuops.is_nan(np.array([np.nan, 1], np.float16), device=wrapped).tolist() == [1, 0]
 
 
+def test_runtime_checks_left_out_by_default_and_kept_on_request(device, monkeypatch):
+    monkeypatch.delenv("GPUOPS_RUNTIME_CHECKS", raising=False)
+    assert gpuops.Device(backend=device.backend).runtime_checks is False
+    checked = gpuops.Device(backend=device.backend, runtime_checks=True)
+    assert checked.runtime_checks is True
+    monkeypatch.setenv("GPUOPS_RUNTIME_CHECKS", "1")
+    assert gpuops.Device(backend=device.backend).runtime_checks is True
+    monkeypatch.setenv("GPUOPS_RUNTIME_CHECKS", "0")
+    unchecked = gpuops.Device(backend=device.backend)
+    assert unchecked.runtime_checks is False
+    # What the checks guard, run both ways: int8's table in workgroup memory, float16's loop for large quotients,
+    # a broadcast operand's rows.
+    rng = np.random.default_rng(7)
+    int8 = np.arange(-128, 128, dtype=np.int8)
+    halves = rng.integers(0, 0x7c00, 4096, dtype=np.uint16).view(np.float16)
+    cases = [(int8[:, None], np.where(int8 == 0, 1, int8)[None, :]),
+             (np.where(np.arange(4096) % 2, -halves, halves), halves[::-1] * np.float16(1e-4))]
+    for a, b in cases:
+        for run in (gpuops.modulus_floor, gpuops.modulus_truncate):
+            with np.errstate(all="ignore"):
+                want = (np.remainder if run is gpuops.modulus_floor else np.fmod)(a, b)
+            assert_same_bits(run(a, b, device=unchecked), want)
+            assert_same_bits(run(a, b, device=checked), want)
+    # A device made by the caller: wgpu-native's checks are per shader, so either way; Dawn's are its toggles.
+    if device.backend == "dawn":
+        assert gpuops.Device(wgpu_device=unchecked.wgpu_device).runtime_checks is False
+        assert gpuops.Device(wgpu_device=checked.wgpu_device).runtime_checks is True
+        with pytest.raises(gpuops.ValidationError, match=r"runtime_checks=True asked of a Dawn device made without "
+                                                         r"them: its toggles decide \(disable_robustness"):
+            gpuops.Device(wgpu_device=unchecked.wgpu_device, runtime_checks=True)
+    else:
+        assert gpuops.Device(wgpu_device=unchecked.wgpu_device, runtime_checks=True).runtime_checks is True
+
+
+def test_runtime_checks_refusals(monkeypatch):
+    monkeypatch.delenv("GPUOPS_RUNTIME_CHECKS", raising=False)
+    with pytest.raises(gpuops.ValidationError, match="runtime_checks must be True, False or None, not 'no'"):
+        gpuops.Device(runtime_checks="no")
+    monkeypatch.setenv("GPUOPS_RUNTIME_CHECKS", "off")
+    with pytest.raises(gpuops.ValidationError, match=r"GPUOPS_RUNTIME_CHECKS='off': allowed '0' .* or '1'"):
+        gpuops.Device()
+    monkeypatch.delenv("GPUOPS_RUNTIME_CHECKS")
+    # A wgpu-py whose internals no longer reach wgpu-native's trusted shader modules: kept by default, refused
+    # when asked to leave them out.
+    monkeypatch.setattr(gpuops.backends, "_wgpu_native_trusted_entry", lambda: None)
+    assert gpuops.Device(backend="wgpu-native").runtime_checks is True
+    with pytest.raises(gpuops.DeviceError, match=r"runtime_checks=False needs wgpu-native's trusted shader modules"):
+        gpuops.Device(backend="wgpu-native", runtime_checks=False)
+
+
 def test_compile_validates_and_caches(device):
     desc = SignDesc(TensorDesc(DataType.INT64, (4,)), TensorDesc(DataType.INT64, (4,)))
     assert device.compile(desc) is device.compile(SignDesc(TensorDesc("INT64", [4]), TensorDesc("INT64", [4])))

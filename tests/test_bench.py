@@ -71,7 +71,8 @@ def _tuple(kind) -> tuple:
 def validate_document(doc: dict) -> None:
     """Every key and type docs/bench-json.md promises, nothing else."""
     expect_keys(doc, {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict,
-                      "versions": dict, "feature_level": str, "settings": dict, "timestamp_conversion": dict,
+                      "versions": dict, "feature_level": str, "runtime_checks": bool, "settings": dict,
+                      "timestamp_conversion": dict,
                       "copy_roof": list, "results": list}, "top")
     assert doc["schema"] == "gpuops-bench/1"
     assert doc["command"] in ("default", "op", "sweep")

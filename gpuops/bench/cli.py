@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from ..backends import BACKEND_ENV, BACKENDS, installed_backends, load_backend
+from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, installed_backends, load_backend
 from ..device import Device
 from ..enums import FeatureLevel
 from ..errors import GpuOpsError
@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 metavar="LEVEL", help="DirectML feature level, e.g. 6.4 (default), 3.0, 2.1")
     device_options.add_argument("--backend", choices=tuple(BACKENDS),
                                 help=f"WebGPU implementation (default: ${BACKEND_ENV}, else wgpu-native)")
+    device_options.add_argument("--runtime-checks", action="store_true", default=None,
+                                help="keep the safety code WebGPU adds to shaders (index clamps, loop bounds; "
+                                     f"default: ${RUNTIME_CHECKS_ENV}, else left out where the backend can)")
     default = commands.add_parser("default", parents=[device_options, _timing_options(20, 3)],
                                   help="a short benchmark of every operator: a readable table (the default command)",
                                   description="Every operator on a few data types at one size (2^22 elements on "
@@ -236,6 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("-a", "--adapter", metavar="NAME", help="adapter by name substring")
     model.add_argument("--backend", choices=tuple(BACKENDS),
                        help=f"WebGPU implementation (default: ${BACKEND_ENV}, else wgpu-native)")
+    model.add_argument("--runtime-checks", action="store_true", default=None,
+                       help="keep the safety code WebGPU adds to shaders (default: left out where the backend can)")
     model.add_argument("-s", "--show_adapters", action="store_true", help="list the adapters and exit")
     model.add_argument("--dml_feature_level", "--feature-level", dest="feature_level", type=_feature_level,
                        default=FeatureLevel.LEVEL_6_4, metavar="LEVEL", help="DirectML feature level (default 6.4)")
@@ -323,13 +328,15 @@ def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
 
 
 def _device(args) -> Device:
-    return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None))
+    return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None),
+                  runtime_checks=getattr(args, "runtime_checks", None))
 
 
 def _header(device: Device, session: Session, what: str) -> None:
     print(f"{PROG} {what}")
     print(f"adapter: {device.adapter_name}; driver: {device.adapter.info.get('description') or '-'}; "
-          f"feature level {device.feature_level.label}")
+          f"feature level {device.feature_level.label}; "
+          f"shader runtime checks {'kept' if device.runtime_checks else 'left out'}")
     print(f"timestamps: {session.conversion.note}")
     if session.cuda_held:
         print("CUDA context: held during the run")
