@@ -65,15 +65,9 @@ DAWN_UNCHECKED_TOGGLES = ("disable_robustness", "disable_workgroup_init")  # dev
 def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgpu_device=None) -> bool:
     """Whether a Device's shaders keep the runtime checks: `requested`, else $GPUOPS_RUNTIME_CHECKS ('1' keeps
     them, '0' leaves them out), else left out where the backend can. A Dawn device made by the caller has them
-    as its toggles say."""
+    as its toggles say (a `requested` that differs is refused; the environment's default does not apply)."""
     if requested is not None and not isinstance(requested, bool):
         raise ValidationError(f"Device: runtime_checks must be True, False or None, not {requested!r}")
-    if requested is None:
-        value = os.environ.get(RUNTIME_CHECKS_ENV, "")
-        if value not in ("", "0", "1"):
-            raise ValidationError(f"{RUNTIME_CHECKS_ENV}={value!r}: allowed '0' (leave the checks out) or '1' "
-                                  "(keep them)")
-        requested = None if value == "" else value == "1"
     if module.__name__ == BACKENDS["dawn"] and wgpu_device is not None:
         from wgpudawn.backends.dawn import extras
 
@@ -83,6 +77,12 @@ def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgp
                                   f"{'with' if kept else 'without'} them: its toggles decide "
                                   f"({', '.join(DAWN_UNCHECKED_TOGGLES)} leave them out)")
         return kept
+    if requested is None:
+        value = os.environ.get(RUNTIME_CHECKS_ENV, "")
+        if value not in ("", "0", "1"):
+            raise ValidationError(f"{RUNTIME_CHECKS_ENV}={value!r}: allowed '0' (leave the checks out) or '1' "
+                                  "(keep them)")
+        requested = None if value == "" else value == "1"
     possible = module.__name__ == BACKENDS["dawn"] or _wgpu_native_trusted_entry() is not None
     if requested is False and not possible:
         raise DeviceError(f"Device: runtime_checks=False needs wgpu-native's trusted shader modules, which this "
