@@ -60,7 +60,8 @@ struct F16PairResult {
 //   3476 -> 3654, MODULUS_FLOOR 2677 -> 2871; MODULUS_FLOOR's rounding in float32 arithmetic and pack2x16float in
 //   place of rounding the bits: 2871 -> 3231; inf, NaN and zero divisors by rule in the lane-by-lane path
 //   (f16_remainder_bits): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for
-//   one correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session);
+//   one correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session); MODULUS_FLOOR on the dividend given the
+//   sign of a * b, with no move afterwards: 3580 -> 3752 / 3536 -> 3641 (sixteenth session);
 // - lanes set by rule for inf/NaN operands here (fewer words lane by lane, more work in every word) ran 8% slower;
 //   setting unusual words aside and computing them once per workgroup between barriers ran 2-36% slower.
 fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
