@@ -98,10 +98,13 @@ def _wgpu_native_trusted_entry():
         from wgpu.backends.wgpu_native._ffi import ffi, lib
 
         create = _api.libf.wgpuDeviceCreateShaderModuleTrusted
-        parts = (_api.new_struct_p, _api.to_c_string_view, _api.GPUShaderModule, lib.WGPUSType_ShaderSourceWGSL)
     except (ImportError, AttributeError):
         return None
-    return _api, ffi, lib, create, parts
+    # what create_shader_module uses besides: found missing here rather than there
+    if not (all(hasattr(_api, name) for name in ("new_struct_p", "to_c_string_view", "GPUShaderModule"))
+            and all(hasattr(lib, name) for name in ("WGPUSType_ShaderSourceWGSL", "WGPUShaderRuntimeChecks_None"))):
+        return None
+    return _api, ffi, lib, create
 
 
 def request_device(module: types.ModuleType, adapter, runtime_checks: bool, **descriptor):
@@ -123,7 +126,7 @@ def create_shader_module(module: types.ModuleType, wgpu_device, label: str, code
     if entry is None:
         raise DeviceError("this wgpu-py has no wgpuDeviceCreateShaderModuleTrusted: create the Device with "
                           "runtime_checks=True")
-    api, ffi, lib, create, _ = entry
+    api, ffi, lib, create = entry
     # As wgpu-py's GPUDevice.create_shader_module builds it (wgpu-py 0.32), with wgpu-native's trusted entry.
     source = api.new_struct_p("WGPUShaderSourceWGSL *", code=api.to_c_string_view(code))
     source[0].chain.next = ffi.NULL

@@ -192,6 +192,19 @@ def test_op_checks_then_times_every_layout(capsys, tmp_path, layout):
     assert len(doc["copy_roof"]) == 1 and doc["copy_roof"][0]["bytes_moved"] == -(-row["bytes_moved"] // 32) * 16 * 2
 
 
+def test_runtime_checks_flag_is_used_and_recorded(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("GPUOPS_RUNTIME_CHECKS", raising=False)
+    for flag, kept in (([], False), (["--runtime-checks"], True)):
+        path = tmp_path / f"checks-{kept}.json"
+        status, out, err = run(capsys, "op", "modulus_floor", "--dtype", "int8", "--sizes", "16,24", "-i", "2",
+                               "-w", "1", *flag, "--json", path)
+        assert status == 0, err
+        assert f"shader runtime checks {'kept' if kept else 'left out'}" in out
+        doc = json.loads(path.read_text())
+        validate_document(doc)
+        assert doc["runtime_checks"] is kept and doc["results"][0]["exact"] is True
+
+
 def test_op_mode_strides_and_output_type(capsys, tmp_path):
     path = tmp_path / "op.json"
     status, out, err = run(capsys, "op", "DML_OPERATOR_ELEMENT_WISE_IS_INFINITY", "--dtype", "float16", "--mode",

@@ -86,7 +86,8 @@ def document(command: str, device, conversion, settings: dict, results: list[dic
     return {"schema": SCHEMA, "command": command,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": machine_info(), "adapter": adapter_info(device.adapter), "versions": versions(),
-            "feature_level": device.feature_level.label, "runtime_checks": device.runtime_checks, "settings": settings,
+            "feature_level": device.feature_level.label, "runtime_checks": device.runtime_checks,
+            "settings": settings,
             "timestamp_conversion": conversion.to_json(), "copy_roof": copy_roof, "results": results}
 
 
