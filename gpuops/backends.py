@@ -3,6 +3,7 @@ optional `wgpudawn` package, the same Python API). Chosen per Device, or for all
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import types
@@ -68,7 +69,7 @@ def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgp
     as its toggles say (a `requested` that differs is refused; the environment's default does not apply)."""
     if requested is not None and not isinstance(requested, bool):
         raise ValidationError(f"Device: runtime_checks must be True, False or None, not {requested!r}")
-    if module.__name__ == BACKENDS["dawn"] and wgpu_device is not None:
+    if backend_name(module) == "dawn" and wgpu_device is not None:
         from wgpudawn.backends.dawn import extras
 
         kept = not set(DAWN_UNCHECKED_TOGGLES) <= set(extras.get_toggles(wgpu_device))
@@ -83,13 +84,14 @@ def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgp
             raise ValidationError(f"{RUNTIME_CHECKS_ENV}={value!r}: allowed '0' (leave the checks out) or '1' "
                                   "(keep them)")
         requested = None if value == "" else value == "1"
-    possible = module.__name__ == BACKENDS["dawn"] or _wgpu_native_trusted_entry() is not None
+    possible = backend_name(module) == "dawn" or _wgpu_native_trusted_entry() is not None
     if requested is False and not possible:
         raise DeviceError(f"Device: runtime_checks=False needs wgpu-native's trusted shader modules, which this "
                           f"wgpu-py ({module.__version__}) does not reach; pass runtime_checks=True")
     return requested if requested is not None else not possible
 
 
+@functools.cache  # looked up once: every Device and every pipeline asks
 def _wgpu_native_trusted_entry():
     """wgpu-native's wgpuDeviceCreateShaderModuleTrusted, through wgpu-py's own C bindings (wgpu-py has no Python
     call for it), or None where this wgpu-py does not have what it needs."""
@@ -110,7 +112,7 @@ def _wgpu_native_trusted_entry():
 def request_device(module: types.ModuleType, adapter, runtime_checks: bool, **descriptor):
     """adapter.request_device_sync(**descriptor), on Dawn with the toggles that leave the runtime checks out
     unless they are kept."""
-    if module.__name__ == BACKENDS["dawn"] and not runtime_checks:
+    if backend_name(module) == "dawn" and not runtime_checks:
         from wgpudawn.backends.dawn import extras
 
         return extras.request_device_sync(adapter, enable_toggles=DAWN_UNCHECKED_TOGGLES, **descriptor)
@@ -119,14 +121,11 @@ def request_device(module: types.ModuleType, adapter, runtime_checks: bool, **de
 
 def create_shader_module(module: types.ModuleType, wgpu_device, label: str, code: str, runtime_checks: bool):
     """A WGSL shader module. Without runtime checks on wgpu-native it is a trusted module (no runtime checks at
-    all); Dawn leaves them out by its device's toggles, so there it is a plain module."""
-    if runtime_checks or module.__name__ == BACKENDS["dawn"]:
+    all: resolve_runtime_checks allowed that only where the entry point is found); Dawn leaves them out by its
+    device's toggles, so there it is a plain module."""
+    if runtime_checks or backend_name(module) == "dawn":
         return wgpu_device.create_shader_module(label=label, code=code)
-    entry = _wgpu_native_trusted_entry()
-    if entry is None:
-        raise DeviceError("this wgpu-py has no wgpuDeviceCreateShaderModuleTrusted: create the Device with "
-                          "runtime_checks=True")
-    api, ffi, lib, create = entry
+    api, ffi, lib, create = _wgpu_native_trusted_entry()
     # As wgpu-py's GPUDevice.create_shader_module builds it (wgpu-py 0.32), with wgpu-native's trusted entry.
     source = api.new_struct_p("WGPUShaderSourceWGSL *", code=api.to_c_string_view(code))
     source[0].chain.next = ffi.NULL
