@@ -374,6 +374,8 @@ class CompiledOperator:
             chunks_owned = owned and output_chunks and units_own_their_words(
                 it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit, word_bytes=16)
             key = dataclasses.replace(key, output_words_owned=owned, output_chunks_owned=chunks_owned)
+            if separate:
+                key = _stepped_output(key, it, len(inputs), windows[-1].base_element, element_sizes[-1])
             key, grid = _work_shape(key, it, device, separate and _replicated_rows(it, len(inputs)))
             dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
         return tuple(dispatches)
@@ -520,6 +522,29 @@ def _rows_grid(key: KernelKey, it: Iteration, per_dimension: int) -> tuple[int, 
         return None
     layers = -(-rows // per_dimension)
     return (blocks, -(-rows // layers), layers)
+
+
+def _stepped_output(key: KernelKey, it: Iteration, operand: int, base_element: int, element_size: int) -> KernelKey:
+    """The key with OUT_STEP 2 (wgsl/narrow.wgsl's stepped outputs) where an 8/16-bit output bound as chunks has an
+    innermost stride of 2 and every unit's span (its elements and those between them) is aligned: one chunk for
+    units of half a chunk's elements, two words for float32 -> uint8's one-word units. Else the key unchanged. No
+    input may be read through the output's binding (the caller checks).
+
+    A span is aligned where the first element is, every row's start is (outer strides), and no unit crosses a row.
+    Every element then lies at an even position, and as the output's elements do not overlap, no other unit's
+    element lies in a unit's span: each unit owns its span's words."""
+    if (key.wide or key.output_type.size > 2 or key.linear[2] or not key.output_chunks
+            or it.strides[operand][-1] != 2):
+        return key
+    stepped = dataclasses.replace(key, out_step=2)
+    span_chunk = stepped.unit * element_size * 2 == 16
+    alignment = 16 if span_chunk else 4
+    aligned = (base_element * element_size % alignment == 0
+               and (it.rank == 1 or it.sizes[-1] % stepped.unit == 0)
+               and all(stride * element_size % alignment == 0 for stride in it.strides[operand][:-1]))
+    if not aligned:
+        return key
+    return dataclasses.replace(stepped, output_words_owned=True, output_chunks_owned=span_chunk)
 
 
 def _replicated_rows(it: Iteration, input_count: int) -> bool:

@@ -93,6 +93,7 @@ class KernelKey:
     output_chunks: bool = True  # the output's window is whole 16-byte chunks: bind it as vec4<u32>
     output_words_owned: bool = False  # a strided 8/16-bit output none of whose words holds two units' elements
     output_chunks_owned: bool = False  # ... nor any of its 16-byte chunks, bound as chunks: read and written whole
+    out_step: int = 1  # OUT_STEP: 2 for an 8/16-bit output of innermost stride 2, aligned (device._stepped_output)
     rows: bool = False  # the grid walks rows of the innermost dimension, each whole units (see device._rows_grid)
     row_group: int = 1  # ROWS: rows per invocation; above 1 when every input is the same on every row (replicated)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
@@ -111,11 +112,15 @@ class KernelKey:
     @property
     def unit(self) -> int:
         """Elements per unit of work: one 16-byte chunk of output (one word for float32 -> uint8 but in replicated
-        rows), which is one chunk of input too when both types have the same width (see UNIT_SHAPES)."""
+        rows), which is one chunk of input too when both types have the same width (see UNIT_SHAPES); half as many
+        for a stepped output (out_step 2), so that the unit's elements and those between them span one chunk."""
         if self.wide:
             return 2
         _, unit_bytes, replicated_bytes = self.unit_shape
-        return (replicated_bytes if self.row_group > 1 else unit_bytes) // self.output_type.size
+        unit_bytes = replicated_bytes if self.row_group > 1 else unit_bytes
+        if self.out_step > 1 and unit_bytes == 16:
+            unit_bytes //= self.out_step  # a stepped output: the unit's elements span one chunk
+        return unit_bytes // self.output_type.size
 
     @property
     def unit_shape(self) -> tuple[str, int, int]:
@@ -234,6 +239,7 @@ def prelude(key: KernelKey) -> str:
         f"const B_LINEAR: bool = {str(key.linear[1]).lower()};",
         f"const OUT_LINEAR: bool = {str(key.linear[2]).lower()};",
         f"const OUT_CHUNKS_OWNED: bool = {str(key.output_chunks_owned).lower()};",
+        f"const OUT_STEP: u32 = {key.out_step}u;",
         f"const ROWS: bool = {str(key.rows).lower()};",
         f"const ROW_GROUP: u32 = {key.row_group}u;",
         f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",

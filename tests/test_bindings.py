@@ -79,6 +79,39 @@ def test_strided_packed_outputs_touch_only_their_elements(device, operator, data
             assert any(key.rank == 1 for key in keys)
 
 
+STEPPED_LAYOUTS = {  # sizes, input strides, output strides, output offsets, stepped
+    "one-dimension": ((37,), None, (2,), (0, 16, 48), True),  # (a partial last unit)
+    "long": ((300,), None, (2,), (0, 32), True),
+    "gathered-input": ((45,), (3,), (2,), (0, 16), True),
+    "rows": ((3, 64), None, (144, 2), (0, 16), True),  # rows start on the chunk grid
+    "broadcast-rows": ((5, 64), (0, 1), (144, 2), (16,), True),  # replicated rows for one-input operators
+    "rows-off-the-grid": ((3, 64), None, (130, 2), (0,), False),  # rows of 130 elements: spans off the grid
+}
+NARROW_OUTPUT_CASES = [pytest.param(c, id=i) for c, i in op_cases() if c[3].size < 4]
+
+
+@pytest.mark.parametrize("layout", list(STEPPED_LAYOUTS))
+@pytest.mark.parametrize("case", NARROW_OUTPUT_CASES)
+def test_stepped_outputs(device, monkeypatch, case, layout):
+    """8/16-bit outputs of innermost stride 2 whose units' spans are aligned run stepped (OUT_STEP 2, units of half
+    a chunk's elements spread to every second element of one chunk, or two words for float32 -> uint8): bit for
+    bit, with the bytes between the elements kept; where a span is off the grid, the kernel is not stepped."""
+    operator, mode, in_type, out_type = case
+    sizes, in_strides, out_strides, out_offsets, stepped = STEPPED_LAYOUTS[layout]
+    names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
+    strides = {name: in_strides for name in names} | {"output_tensor": out_strides}
+    if layout == "broadcast-rows" and operator in BINARY:
+        strides["a_tensor"] = None  # one broadcast operand
+    rng = np.random.default_rng(11)
+    keys = kernel_keys(device, monkeypatch)
+    desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
+    for offset in out_offsets:
+        run_and_check(device, desc, rng, _values(rng), offsets={"output_tensor": offset})
+    assert keys and all((key.out_step == 2) == stepped for key in keys)
+    if stepped:
+        assert all(key.unit * out_type.size * 2 <= 16 and not key.atomic_output for key in keys)
+
+
 @pytest.mark.parametrize("strided", [False, True], ids=["packed", "strided"])
 @pytest.mark.parametrize("data_type", ALL_TYPES, ids=lambda t: t.name.lower())
 @pytest.mark.parametrize("operator,aliased", [(SIGN, "input_tensor"), (MOD_FLOOR, "a_tensor"),

@@ -85,7 +85,8 @@ def test_dml_strides(device, case, rank, zero_strides):
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets)
 
 
-ROW_LAYOUTS = ["row-broadcast", "column-broadcast", "middle-broadcast", "strided-output", "in-place", "replicated"]
+ROW_LAYOUTS = ["row-broadcast", "column-broadcast", "middle-broadcast", "strided-output", "stepped-output",
+               "in-place", "replicated"]
 
 
 @pytest.fixture(scope="module")
@@ -124,6 +125,8 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
         strides[broadcast] = (64, 0, 1)
     elif layout == "strided-output":
         strides["output_tensor"] = (5 * 130, 130, 2)
+    elif layout == "stepped-output":  # rows on the chunk grid: 8/16-bit outputs run stepped (OUT_STEP 2)
+        strides["output_tensor"] = (5 * 144, 144, 2)
     elif layout == "in-place":
         strides["output_tensor"] = padded
     keys = kernel_keys(row_grid_device, monkeypatch)
@@ -132,6 +135,7 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
                   in_place=names[0] if layout == "in-place" else None)
     assert keys and all(key.rows and (key.row_group > 1) == replicated for key in keys)
+    assert all((key.out_step == 2) == (layout == "stepped-output" and out_type.size < 4) for key in keys)
     plan = list(row_grid_device._plans.values())[-1]
     assert all(dispatch.grid[2] > 1 for dispatch in plan)
 

@@ -25,3 +25,9 @@ fn out_store_chunk_lanes(chunk: u32, bits: vec4<u32>, mask: vec4<u32>) {
     out_store_lanes(4u * chunk + 2u, bits.z, mask.z);
     out_store_lanes(4u * chunk + 3u, bits.w, mask.w);
 }
+
+// (Stepped outputs are bound as chunks (out_chunks.wgsl); the call in narrow.wgsl still needs the function.)
+fn out_store_word_pair_lanes(index: u32, bits: vec2<u32>, mask: u32) {
+    out_store_lanes(index, bits.x, mask);
+    out_store_lanes(index + 1u, bits.y, mask);
+}

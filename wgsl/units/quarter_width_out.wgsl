@@ -11,8 +11,10 @@ fn chunk_results(a: vec4<u32>) -> u32 {
 
 fn unit_results(first: u32, offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
     var out = vec4<u32>(chunk_results(load_chunk(OPERAND_A, A_LINEAR, 0u, first, offsets, in_row)), 0u, 0u, 0u);
-    if (UNIT == 16u) {
+    if (UNIT >= 8u) {  // (8: replicated rows' unit halved for a stepped output)
         out.y = chunk_results(load_chunk(OPERAND_A, A_LINEAR, 1u, first, offsets, in_row));
+    }
+    if (UNIT == 16u) {
         out.z = chunk_results(load_chunk(OPERAND_A, A_LINEAR, 2u, first, offsets, in_row));
         out.w = chunk_results(load_chunk(OPERAND_A, A_LINEAR, 3u, first, offsets, in_row));
     }
