@@ -70,6 +70,14 @@ def test_render_merges_runs_row_by_row(targets, tmp_path):
     assert "PyTorch CUDA copy 2000 GB/s" in text  # the header names the run of the last contiguous rows
 
 
+def test_percentages_round_down_so_a_goal_is_never_shown_met_when_missed(targets):
+    assert targets._pct(1981, 4000) == "49%"  # 49.5%
+    assert targets._pct(2000, 4000) == "50%"
+    assert targets._pct(3816, 4000) == "95%"  # 95.4%
+    assert targets._pct(3600, 4000) == "90%"
+    assert targets._pct(None, 4000) == "n/a"
+
+
 def test_render_host_side_with_and_without_binding_tables(targets, tmp_path):
     host = {"batch_host_us_per_op": 6.25, "bare_batch_host_us_per_op": 3.5, "small_op_readback_us": 200.0,
             "bare_submit_readback_us": 190.0, "numpy_api_small_op_us": 600.0, "large_elements": 1 << 28,
