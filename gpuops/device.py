@@ -377,6 +377,7 @@ class CompiledOperator:
             if separate:
                 key = _stepped_output(key, it, len(inputs), windows[-1].base_element, element_sizes[-1])
             key, grid = _work_shape(key, it, device, separate and _replicated_rows(it, len(inputs)))
+            key = _chunk_rows(key, it, slots, windows)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
         return tuple(dispatches)
 
@@ -545,6 +546,20 @@ def _stepped_output(key: KernelKey, it: Iteration, operand: int, base_element: i
     if not aligned:
         return key
     return dataclasses.replace(stepped, output_words_owned=True, output_chunks_owned=span_chunk)
+
+
+def _chunk_rows(key: KernelKey, it: Iteration, slots: list[int], windows: list[Window]) -> KernelKey:
+    """The key with chunk_rows set for the operands that are not linear but whose every unit lies whole and aligned
+    in its chunks: innermost stride 1, the first element and every row's start (outer strides) aligned to the unit,
+    and rows of whole units, so that no unit crosses a row. The kernel then moves them by chunks with no gather or
+    scatter path (wgsl/common.wgsl: units_whole)."""
+    rows = [False, False, False]
+    for operand, slot in enumerate(slots):
+        strides = it.strides[operand]
+        rows[slot] = (not key.linear[slot] and it.rank > 1 and strides[-1] == 1 and it.sizes[-1] % key.unit == 0
+                      and windows[operand].base_element % key.unit == 0
+                      and all(stride % key.unit == 0 for stride in strides[:-1]))
+    return dataclasses.replace(key, chunk_rows=tuple(rows))
 
 
 def _replicated_rows(it: Iteration, input_count: int) -> bool:

@@ -90,6 +90,7 @@ class KernelKey:
     rank: int  # dimensions of the coalesced iteration space, 1..8
     linear: tuple[bool, ...]  # per operand slot (a, b, out): elements at base + position, word aligned
     input_placement: tuple[str, ...]  # per input: SEPARATE, CHUNKS, VIA_OUTPUT or SHARED
+    chunk_rows: tuple[bool, ...] = (False, False, False)  # per slot: not linear, but every unit whole in its chunks
     output_chunks: bool = True  # the output's window is whole 16-byte chunks: bind it as vec4<u32>
     output_words_owned: bool = False  # a strided 8/16-bit output none of whose words holds two units' elements
     output_chunks_owned: bool = False  # ... nor any of its 16-byte chunks, bound as chunks: read and written whole
@@ -238,6 +239,9 @@ def prelude(key: KernelKey) -> str:
         f"const A_LINEAR: bool = {str(key.linear[0]).lower()};",
         f"const B_LINEAR: bool = {str(key.linear[1]).lower()};",
         f"const OUT_LINEAR: bool = {str(key.linear[2]).lower()};",
+        f"const A_CHUNK_ROWS: bool = {str(key.chunk_rows[0]).lower()};",
+        f"const B_CHUNK_ROWS: bool = {str(key.chunk_rows[1]).lower()};",
+        f"const OUT_CHUNK_ROWS: bool = {str(key.chunk_rows[2]).lower()};",
         f"const OUT_CHUNKS_OWNED: bool = {str(key.output_chunks_owned).lower()};",
         f"const OUT_STEP: u32 = {key.out_step}u;",
         f"const ROWS: bool = {str(key.rows).lower()};",

@@ -136,8 +136,35 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
                   in_place=names[0] if layout == "in-place" else None)
     assert keys and all(key.rows and (key.row_group > 1) == replicated for key in keys)
     assert all((key.out_step == 2) == (layout == "stepped-output" and out_type.size < 4) for key in keys)
+    # Inputs in rows of whole aligned units (padded, or broadcast along rows) are declared so, and their kernels
+    # hold no gather path; a column-broadcast operand (innermost stride 0) is not, nor is a packed output (linear).
+    arity = len(names)
+    expected_rows = tuple(slot < arity and not (layout == "column-broadcast" and names[slot] == broadcast)
+                          for slot in range(2)) + (layout == "in-place",)
+    assert all(key.chunk_rows == expected_rows for key in keys)
     plan = list(row_grid_device._plans.values())[-1]
     assert all(dispatch.grid[2] > 1 for dispatch in plan)
+
+
+CHUNK_ROW_CASES = [pytest.param(c, id=i) for c, i in op_cases() if i in (
+    "sign-int8-int8", "is_nan-float32-uint8", "is_nan-float16-uint8", "is_nan-float16-uint32",
+    "modulus_floor-float16-float16", "modulus_truncate-int64-int64")]
+
+
+@pytest.mark.parametrize("row_stride", [96, 97], ids=["aligned-rows", "unaligned-rows"])
+@pytest.mark.parametrize("case", CHUNK_ROW_CASES)
+def test_chunk_rows_only_where_every_unit_is_whole(device, monkeypatch, case, row_stride):
+    """An input in padded rows is declared to move by whole chunks (KernelKey.chunk_rows: no gather path in its
+    kernel) only where every row starts on a unit; rows of an odd stride are gathered where they must be."""
+    operator, mode, in_type, out_type = case
+    names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
+    keys = kernel_keys(device, monkeypatch)
+    rng = _rng(case, row_stride)
+    desc = make_desc(operator, mode, in_type, out_type, (4, 64), {name: (row_stride, 1) for name in names})
+    # (32 bytes: a whole unit of every type, float16 -> uint8's 16 elements included)
+    run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32})
+    assert keys and all(key.chunk_rows == (row_stride == 96, len(names) == 2 and row_stride == 96, False)
+                        for key in keys)
 
 
 @pytest.fixture(scope="module")

@@ -82,6 +82,14 @@ fn unit_is_chunk(operand: u32, first_offsets: vec3<u32>, in_row: bool) -> bool {
     return in_row && dim_strides(RANK - 1u)[operand] == 1u && first_offsets[operand] % UNIT == 0u;
 }
 
+// Every unit of the operand is whole chunks (or words) at its offset: linear, or rows of whole aligned units
+// (KernelKey.chunk_rows, checked on the host). A constant, so that kernels where it holds keep no gather or scatter
+// path: unused code still takes registers from every invocation.
+fn units_whole(operand: u32, linear: bool) -> bool {
+    return linear || (operand == OPERAND_A && A_CHUNK_ROWS) || (operand == OPERAND_B && B_CHUNK_ROWS)
+        || (operand == OPERAND_OUT && OUT_CHUNK_ROWS);
+}
+
 // The tensor's last, partial unit, element by element (load_element / store_element come from the storage
 // file, narrow.wgsl or wide.wgsl).
 fn run_elements(first: u32, count: u32) {

@@ -128,7 +128,7 @@ fn contiguous_start(operand: u32, linear: bool, first: u32, first_offsets: vec3<
     if (linear) {
         return params.base[operand] + first;
     }
-    if (unit_is_chunk(operand, first_offsets, in_row)) {
+    if (units_whole(operand, false) || unit_is_chunk(operand, first_offsets, in_row)) {
         return first_offsets[operand];
     }
     return NO_START;
@@ -138,7 +138,7 @@ fn contiguous_start(operand: u32, linear: bool, first: u32, first_offsets: vec3<
 // chunk (a stepped output's, UNIT < IN_PER_CHUNK).
 fn load_chunk(operand: u32, linear: bool, c: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
     let start = contiguous_start(operand, linear, first, first_offsets, in_row);
-    if (start != NO_START) {
+    if (units_whole(operand, linear) || start != NO_START) {
         if (UNIT < IN_PER_CHUNK) {
             let word = start / IN_PER_WORD;
             return vec4<u32>(in_word(operand, word), in_word(operand, word + 1u), 0u, 0u);
@@ -250,7 +250,7 @@ fn store_unit(first: u32, start: UnitStart, out: vec4<u32>) {
         return;
     }
     let out_start = contiguous_start(OPERAND_OUT, OUT_LINEAR, first, start.offsets, start.in_row);
-    if (out_start != NO_START) {
+    if (units_whole(OPERAND_OUT, OUT_LINEAR) || out_start != NO_START) {
         if (UNIT == 4u * OUT_PER_WORD) {
             out_store_chunk(out_start / UNIT, out);
         } else {

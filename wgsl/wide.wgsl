@@ -19,7 +19,7 @@ fn store_element(offset: u32, value: OutElem) {
 }
 
 fn load_unit(operand: u32, linear: bool, offsets0: vec3<u32>, offsets1: vec3<u32>, in_row: bool) -> vec4<u32> {
-    if (linear || unit_is_chunk(operand, offsets0, in_row)) {
+    if (units_whole(operand, linear) || unit_is_chunk(operand, offsets0, in_row)) {
         return in_chunk(operand, offsets0[operand] / 2u);
     }
     return vec4<u32>(load_element(operand, offsets0[operand]), load_element(operand, offsets1[operand]));
@@ -39,7 +39,7 @@ fn unit_results(first: u32, offsets0: vec3<u32>, in_row: bool) -> vec4<u32> {
 // The unit's results `out` to its place (offsets and row `start`).
 fn store_unit(first: u32, start: UnitStart, out: vec4<u32>) {
     let offsets0 = start.offsets;
-    if (OUT_LINEAR || unit_is_chunk(OPERAND_OUT, offsets0, start.in_row)) {
+    if (units_whole(OPERAND_OUT, OUT_LINEAR) || unit_is_chunk(OPERAND_OUT, offsets0, start.in_row)) {
         out_store_chunk(offsets0[OPERAND_OUT] / 2u, out);
     } else {
         store_element(offsets0[OPERAND_OUT], out.xy);

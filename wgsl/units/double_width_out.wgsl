@@ -4,7 +4,7 @@
 // input's chunk view may end before the chunk that holds them, and the gaps between invocations come from L1.
 fn load_half(operand: u32, linear: bool, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec2<u32> {
     let start = contiguous_start(operand, linear, first, first_offsets, in_row);
-    if (start != NO_START) {
+    if (units_whole(operand, linear) || start != NO_START) {
         return vec2<u32>(in_word(operand, start / IN_PER_WORD), in_word(operand, start / IN_PER_WORD + 1u));
     }
     return gather_words(operand, 0u, UNIT, first, first_offsets, in_row).xy;
