@@ -55,51 +55,35 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
 }}
 """
 
-# name: (src type, dst type, units, in bytes per elem, out bytes per elem, body, noread?)
 KEEP8 = "0xff00ff00u"
 KEEP16 = "0xffff0000u"
-K8_2 = """
+# Identities of 8-bit (SPREAD = spread8) or 16-bit (spread16) elements. Two chunks: one input chunk per invocation,
+# whose span is two output chunks.
+K_2 = """
         let v = src[i];
-        let a = spread8(v.x); let b = spread8(v.y); let c = spread8(v.z); let d = spread8(v.w);
+        let a = SPREAD(v.x); let b = SPREAD(v.y); let c = SPREAD(v.z); let d = SPREAD(v.w);
         let o0 = dst[2u * i]; let o1 = dst[2u * i + 1u];
         dst[2u * i] = (o0 & vec4<u32>(KEEP)) | vec4<u32>(a, b);
         dst[2u * i + 1u] = (o1 & vec4<u32>(KEEP)) | vec4<u32>(c, d);
 """
-K8_2_NOREAD = """
+K_2_NOREAD = """
         let v = src[i];
-        let a = spread8(v.x); let b = spread8(v.y); let c = spread8(v.z); let d = spread8(v.w);
+        let a = SPREAD(v.x); let b = SPREAD(v.y); let c = SPREAD(v.z); let d = SPREAD(v.w);
         dst[2u * i] = vec4<u32>(a, b);
         dst[2u * i + 1u] = vec4<u32>(c, d);
 """
-K8_1 = """
+# One chunk: half an input chunk per invocation, whose span is one output chunk.
+K_1 = """
         let v = src[i];
-        let a = spread8(v.x); let b = spread8(v.y);
+        let a = SPREAD(v.x); let b = SPREAD(v.y);
         let o0 = dst[i];
         dst[i] = (o0 & vec4<u32>(KEEP)) | vec4<u32>(a, b);
 """
+# One word: two 8-bit elements per invocation.
 K8_W = """
         let v = (src[i / 2u] >> ((i % 2u) * 16u)) & 0xffffu;
         let o = dst[i];
         dst[i] = (o & KEEP) | (v & 0xffu) | ((v << 8u) & 0xff0000u);
-"""
-K16_2 = """
-        let v = src[i];
-        let a = spread16(v.x); let b = spread16(v.y); let c = spread16(v.z); let d = spread16(v.w);
-        let o0 = dst[2u * i]; let o1 = dst[2u * i + 1u];
-        dst[2u * i] = (o0 & vec4<u32>(KEEP)) | vec4<u32>(a, b);
-        dst[2u * i + 1u] = (o1 & vec4<u32>(KEEP)) | vec4<u32>(c, d);
-"""
-K16_2_NOREAD = """
-        let v = src[i];
-        let a = spread16(v.x); let b = spread16(v.y); let c = spread16(v.z); let d = spread16(v.w);
-        dst[2u * i] = vec4<u32>(a, b);
-        dst[2u * i + 1u] = vec4<u32>(c, d);
-"""
-K16_1 = """
-        let v = src[i];
-        let a = spread16(v.x); let b = spread16(v.y);
-        let o0 = dst[i];
-        dst[i] = (o0 & vec4<u32>(KEEP)) | vec4<u32>(a, b);
 """
 # float32 -> uint8 (is_nan), stride 2: one input chunk (4 floats) -> two output words
 KF_W = """
@@ -142,14 +126,15 @@ KF_C = """
 """
 
 KERNELS = {
-    # name: src, dst, units (invocation steps), in_bytes, out_elem_bytes, body, keep
-    "i8_unit2": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K8_2, KEEP8),
-    "i8_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K8_2_NOREAD, KEEP8),
-    "i8_unit1": ("vec2<u32>", "vec4<u32>", N // 8, 1, 1, K8_1, KEEP8),
+    # name: source and output element views, invocation steps, input bytes and output bytes per element, body, the
+    # mask of the bytes between the elements
+    "i8_unit2": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K_2.replace("SPREAD", "spread8"), KEEP8),
+    "i8_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K_2_NOREAD.replace("SPREAD", "spread8"), KEEP8),
+    "i8_unit1": ("vec2<u32>", "vec4<u32>", N // 8, 1, 1, K_1.replace("SPREAD", "spread8"), KEEP8),
     "i8_word": ("u32", "u32", N // 2, 1, 1, K8_W, KEEP8),
-    "f16_unit2": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K16_2, KEEP16),
-    "f16_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K16_2_NOREAD, KEEP16),
-    "f16_unit1": ("vec2<u32>", "vec4<u32>", N // 4, 2, 2, K16_1, KEEP16),
+    "f16_unit2": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K_2.replace("SPREAD", "spread16"), KEEP16),
+    "f16_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K_2_NOREAD.replace("SPREAD", "spread16"), KEEP16),
+    "f16_unit1": ("vec2<u32>", "vec4<u32>", N // 4, 2, 2, K_1.replace("SPREAD", "spread16"), KEEP16),
     "f32u8_words": ("vec4<u32>", "u32", N // 4, 4, 1, KF_W, KEEP8),
     "f32u8_vec2": ("vec4<u32>", "vec2<u32>", N // 4, 4, 1, KF_V2, KEEP8),
     "f32u8_unit2": ("vec4<u32>", "vec4<u32>", N // 16, 4, 1, KF_2, KEEP8),
