@@ -1,12 +1,13 @@
 // Storage for element types of 8, 16 or 32 bits: u32 words hold 32 / BITS elements each, low lanes first.
 //
-// A unit is the UNIT elements of one 16-byte chunk of output (one word for float32 -> uint8), so that each store
-// of a warp is one contiguous run: stores that leave gaps between invocations cost far more than loads that do
-// (the loads' gaps come from the L1 cache). Its input is UNIT / IN_PER_WORD words; units/*.wgsl (one file per
-// ratio of the widths, chosen by gpuops/shaders.py) turn them into the unit's output words. Words are handled
-// with constant swizzles (.x .y .z .w) so no vector is indexed dynamically (that would push it to local memory
-// on some GPUs). A linear operand moves as whole vec4<u32> chunks; a strided one is gathered (or scattered)
-// element by element.
+// A unit is the UNIT elements of one 16-byte chunk of output (one word for float32 -> uint8; half a chunk's for a
+// stepped output, whose elements are two apart), so that each store of a warp is one contiguous run: stores that
+// leave gaps between invocations cost far more than loads that do (the loads' gaps come from the L1 cache). Its
+// input is UNIT / IN_PER_WORD words; units/*.wgsl (one file per ratio of the widths, chosen by gpuops/shaders.py)
+// turn them into the unit's output words. Words are handled with constant swizzles (.x .y .z .w) so no vector is
+// indexed dynamically (that would push it to local memory on some GPUs). A linear operand, or one in rows of whole
+// aligned units (chunk rows), moves as whole vec4<u32> chunks; a strided one as whole chunks where a unit happens
+// to lie in one, else gathered (or scattered) element by element.
 
 const IN_PER_WORD: u32 = 32u / IN_BITS;
 const OUT_PER_WORD: u32 = 32u / OUT_BITS;
