@@ -17,7 +17,8 @@ from .backends import (backend_name, backend_of, create_shader_module, load_back
                        resolve_runtime_checks)
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, ValidationError
-from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, units_own_their_words, window_for
+from .layout import (Iteration, Window, coalesce, span_in_bytes, split_boxes, units_aligned, units_own_their_words,
+                     window_for)
 from .operators import OperatorSpec, spec_of
 from . import shaders
 from .shaders import CHUNKS, READ, SEPARATE, SHARED, VIA_OUTPUT, KernelKey, shader_source
@@ -539,11 +540,7 @@ def _stepped_output(key: KernelKey, it: Iteration, operand: int, base_element: i
         return key
     stepped = dataclasses.replace(key, out_step=2)
     span_chunk = stepped.unit * element_size * 2 == 16
-    alignment = 16 if span_chunk else 4
-    aligned = (base_element * element_size % alignment == 0
-               and (it.rank == 1 or it.sizes[-1] % stepped.unit == 0)
-               and all(stride * element_size % alignment == 0 for stride in it.strides[operand][:-1]))
-    if not aligned:
+    if not units_aligned(it, operand, base_element, stepped.unit, (16 if span_chunk else 4) // element_size):
         return key
     return dataclasses.replace(stepped, output_words_owned=True, output_chunks_owned=span_chunk)
 
@@ -555,10 +552,8 @@ def _chunk_rows(key: KernelKey, it: Iteration, slots: list[int], windows: list[W
     scatter path (wgsl/common.wgsl: units_whole)."""
     rows = [False, False, False]
     for operand, slot in enumerate(slots):
-        strides = it.strides[operand]
-        rows[slot] = (not key.linear[slot] and it.rank > 1 and strides[-1] == 1 and it.sizes[-1] % key.unit == 0
-                      and windows[operand].base_element % key.unit == 0
-                      and all(stride % key.unit == 0 for stride in strides[:-1]))
+        rows[slot] = (not key.linear[slot] and it.rank > 1 and it.strides[operand][-1] == 1
+                      and units_aligned(it, operand, windows[operand].base_element, key.unit, key.unit))
     return dataclasses.replace(key, chunk_rows=tuple(rows))
 
 

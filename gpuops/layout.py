@@ -37,6 +37,14 @@ def units_own_their_words(it: Iteration, operand: int, base_element: int, elemen
             and unit * strides[0] * element_size % word_bytes == 0)
 
 
+def units_aligned(it: Iteration, operand: int, base_element: int, unit: int, alignment: int) -> bool:
+    """Every row of the operand starts on a multiple of `alignment` elements (its first element and its outer
+    strides), and beyond one dimension its rows hold whole units of `unit` elements, so no unit crosses a row.
+    (How units step along a row is the innermost stride's business: the caller checks that.)"""
+    return (base_element % alignment == 0 and (it.rank == 1 or it.sizes[-1] % unit == 0)
+            and all(stride % alignment == 0 for stride in it.strides[operand][:-1]))
+
+
 def coalesce(sizes: tuple[int, ...], operand_strides: list[tuple[int, ...]]) -> Iteration:
     """Drop size-1 dimensions, order the rest by the last operand's (the output's) strides, largest first, and
     merge neighbours that every operand walks contiguously (like NumPy's nditer). Element-wise results do not
