@@ -70,6 +70,32 @@ def test_modulus_hard_cases(device, dtype):
         run_and_check(device, desc, np.random.default_rng(2), lambda t, n: next(values))
 
 
+def test_float32_modulus_small_divisors(device):
+    """float32 remainders whose divisor lies about the fast path's lower bound (2^-103, wgsl/lib/f32_bits.wgsl):
+    below it a remainder may be subnormal, from it up never. Divisors of every exponent field from 1 to 40 (and
+    subnormal ones), dividends from the divisor to 2^24 times it, random significands and signs, and dividends next
+    to multiples of the divisor, whose remainders are the smallest."""
+    rng = np.random.default_rng(103)
+    n = 20000
+    fields = rng.integers(0, 41, n).astype(np.uint32)
+    b = (fields << 23) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    b = np.where(b == 0, 1, b).astype(np.uint32)
+    a = b + (rng.integers(0, 25, n).astype(np.uint32) << 23)
+    a = np.where(rng.random(n) < 0.5, a, a & ~np.uint32(0x7fffff) | (b & 0x7fffff) ^ rng.integers(0, 4, n,
+                                                                                                  dtype=np.uint32))
+    # Remainders of one, two and three of the divisor's units in the last place, at every exponent field.
+    edge_b = (np.repeat(np.arange(1, 41, dtype=np.uint32), 12) << 23) | rng.integers(0, 1 << 22, 480,
+                                                                                      dtype=np.uint32) << 1
+    edge_a = edge_b + np.tile(np.arange(1, 4, dtype=np.uint32), 160)
+    a, b = np.concatenate([a, edge_a]), np.concatenate([b, edge_b])
+    n = a.size
+    signs = rng.integers(0, 2, (2, n), dtype=np.uint32) << 31
+    a, b = (a | signs[0]).view(np.float32), (b | signs[1]).view(np.float32)
+    for operator in sorted(BINARY):
+        got = run_numpy_api(operator, None, DataType.FLOAT32, a, b, device=device)
+        assert_same_bits(got, reference(operator, None, DataType.FLOAT32, a, b), a, b)
+
+
 @pytest.mark.parametrize("dtype", [np.int64, np.uint64])
 def test_modulus_64bit_quotients(device, dtype):
     """64-bit remainders take at most 16 quotient bits a step from a float estimate (wgsl/lib/u64.wgsl): every
