@@ -199,15 +199,21 @@ class KernelKey:
         return "out_chunks" if self.output_chunks and not self.atomic_output else "out_words"
 
 
+# Linear kernels of whole-chunk units that still run fastest at UNITS_PER_INVOCATION units per invocation: float32
+# MODULUS_FLOOR, the most instructions per element, 4117-4126 -> 4189-4200 GB/s on wgpu-native and 4201 -> 4274
+# on Dawn (H200, eighteenth session; at two 4180 and 4274; its truncated sibling loses 2% at four, so keeps one).
+LINEAR_MANY_UNITS = frozenset({("modulus_floor.wgsl", DataType.FLOAT32)})
+
+
 def tuned_units_per_invocation(key: KernelKey) -> int:
     """Units each invocation runs, as measured on an H200 (docs/performance.md): one for a linear kernel whose unit
     stores a whole output chunk, so the dispatch has the most workgroups (8/16-bit types gained 3-5%; int16 division,
     since its quotient is exact from one rounding, 1-2% against two or four); one for a flat-grid kernel with a
     strided operand, whose units each find their own coordinates, so nothing is amortised (strided outputs 2-17%
     faster than at four); four where an invocation has work to amortise over its units: a ROWS kernel's row offsets
-    (broadcast modulus 1-6% slower at one), the 8-bit division table's fill (lib/divide_by_reciprocals.wgsl) and
-    float32 -> uint8's one-word unit in linear kernels; one for replicated rows, whose invocation stores its unit to
-    REPLICATED_ROW_GROUP rows."""
+    (broadcast modulus 1-6% slower at one; 2 and 8 measured no better), the 8-bit division table's fill
+    (lib/divide_by_reciprocals.wgsl), float32 -> uint8's one-word unit and LINEAR_MANY_UNITS in linear kernels; one
+    for replicated rows, whose invocation stores its unit to REPLICATED_ROW_GROUP rows."""
     if key.row_group > 1:
         return REPLICATED_UNITS_PER_INVOCATION
     if key.rows:
@@ -215,7 +221,7 @@ def tuned_units_per_invocation(key: KernelKey) -> int:
     if not all(key.linear):
         return 1
     chunk_units = key.unit * key.output_type.size == 16
-    if chunk_units and not key.reciprocal_table:
+    if chunk_units and not key.reciprocal_table and (key.shader, key.input_type) not in LINEAR_MANY_UNITS:
         return 1
     return UNITS_PER_INVOCATION
 

@@ -631,11 +631,14 @@ def test_units_as_measured(case, expected):
     ({"linear": (False, True, True), "input_type": DataType.INT8, "output_type": DataType.INT8}, 1),
     ({"linear": (True, False, True), "rank": 2, "rows": True}, 4),  # ROWS: row offsets amortised
     ({"linear": (False, False, True), "rank": 2, "rows": True, "row_group": 4}, 1),  # replicated rows
-], ids=["linear", "linear-table", "linear-word-unit", "strided-out", "strided-table", "rows", "replicated"])
+    ({"shader": "modulus_floor.wgsl"}, 4),  # linear, but measured faster at four (shaders.LINEAR_MANY_UNITS)
+    ({"shader": "modulus_floor.wgsl", "input_type": DataType.FLOAT16, "output_type": DataType.FLOAT16}, 1),
+], ids=["linear", "linear-table", "linear-word-unit", "strided-out", "strided-table", "rows", "replicated",
+        "linear-many", "linear-many-other-type"])
 def test_units_per_invocation_as_measured(case, expected):
     # The tuned values (docs/performance.md): what each kind of kernel amortises over its units.
     from gpuops.shaders import tuned_units_per_invocation
-    key = dataclasses.replace(KernelKey(shader="modulus_floor.wgsl", input_type=DataType.FLOAT32,
+    key = dataclasses.replace(KernelKey(shader="modulus_truncate.wgsl", input_type=DataType.FLOAT32,
                                         output_type=DataType.FLOAT32, rank=1, linear=(True, True, True),
                                         input_placement=(SEPARATE, SEPARATE)), **case)
     assert tuned_units_per_invocation(key) == expected
