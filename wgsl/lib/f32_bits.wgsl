@@ -137,9 +137,8 @@ fn f32_scaled_normal(fr: u32, eb: u32) -> u32 {
 // - big < 2^-100: both scaled by 2^64 are normal (f32_scale_up, exact), and their rounded difference is the
 //   rounded difference scaled: at or above 2^-126 both round to 24 significant bits, and below it the difference, a
 //   multiple of 2^-149, is exact in both. f32_scale_down undoes the scaling exactly.
-// The tiny path is kept small and in a branch, but any path here costs the broadcast float32 MODULUS_FLOOR half its
-// speed on an H200 (about 895 GB/s with this one or an integer subtraction, 1827 with the bare subtraction, which
-// is not exact where subnormals are flushed): see docs/performance.md.
+// The tiny path is kept small and in a branch (the bare subtraction alone is not exact where subnormals are
+// flushed): see docs/performance.md.
 fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
     // 2^-100 <= big < inf in one test: the usual case first (float32 MODULUS_FLOOR 2% faster on an H200 than with
     // the test for inf ahead of it).
