@@ -71,10 +71,11 @@ def test_modulus_hard_cases(device, dtype):
 
 
 def test_float32_modulus_small_divisors(device):
-    """float32 remainders whose divisor lies about the fast path's lower bound (2^-103, wgsl/lib/f32_bits.wgsl):
-    below it a remainder may be subnormal, from it up never. Divisors of every exponent field from 1 to 40 (and
-    subnormal ones), dividends from the divisor to 2^24 times it, random significands and signs, and dividends next
-    to multiples of the divisor, whose remainders are the smallest."""
+    """float32 remainders whose divisor lies about the usual path's lower bound (2^-100, wgsl/lib/f32_bits.wgsl):
+    from it up a remainder is normal and the floored subtraction needs no scaling. Divisors of every exponent field
+    from 1 to 40 (and subnormal ones), dividends from the divisor to 2^24 times it, random significands and signs,
+    dividends next to multiples of the divisor, whose remainders are the smallest, and the same pairs swapped
+    (dividends below the divisor, subnormal ones among them)."""
     rng = np.random.default_rng(103)
     n = 20000
     fields = rng.integers(0, 41, n).astype(np.uint32)
@@ -88,6 +89,7 @@ def test_float32_modulus_small_divisors(device):
                                                                                       dtype=np.uint32) << 1
     edge_a = edge_b + np.tile(np.arange(1, 4, dtype=np.uint32), 160)
     a, b = np.concatenate([a, edge_a]), np.concatenate([b, edge_b])
+    a, b = np.concatenate([a, b]), np.concatenate([b, a])
     n = a.size
     signs = rng.integers(0, 2, (2, n), dtype=np.uint32) << 31
     a, b = (a | signs[0]).view(np.float32), (b | signs[1]).view(np.float32)

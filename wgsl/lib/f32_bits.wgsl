@@ -19,8 +19,9 @@ const F32_QNAN: u32 = 0x7fc00000u;
 const F32_MANT: u32 = 0x007fffffu;
 const F32_IMPLICIT: u32 = 0x00800000u;
 const F32_RECIPROCAL_NORMAL: u32 = 0x7e800000u;  // 2^126: 1 / x is normal below it
-const F32_FAST_LOW: u32 = 0x0c000000u;  // 2^-103: remainders of a divisor from here up are normal
-const F32_SUB_LOW: u32 = 0x0d800000u;  // 2^-100: differences of magnitudes from here up need no scaling
+// 2^-100: differences of magnitudes from here up need no scaling (f32_sub_magnitudes), so f32_remainder_bits'
+// usual divisors start here.
+const F32_SUB_LOW: u32 = 0x0d800000u;
 
 // Field exponent of a finite magnitude (sign already cleared); subnormals count as exponent 1.
 fn f32_bits_exponent(mag: u32) -> u32 {
@@ -39,7 +40,54 @@ fn f32_bits_significand(mag: u32) -> u32 {
 //   NumPy computes it (b's sign on |b| - |r|, rounded), and a zero remainder takes b's sign. Every result then has
 //   b's sign.
 // floored is a constant at every call, so each caller's code keeps one of the two.
+//
+// Nearly all data takes the first branch, written without inner branches: a warp whose lanes hold both |a| < |b|
+// and |a| >= |b| runs both sides of a branch anyway, so selects cost no more work and spare the branch's own
+// instructions. On an H200 a broadcast operand leaves the kernel bound by instruction issue (the memory carries a
+// third less), and there this form ran float32 MODULUS_FLOOR 3259 -> 3679 GB/s (Dawn 3310 -> 3810), MODULUS_TRUNCATE
+// 3663 -> 3855 (3601 -> 3972), as measured by bench/targets.py (docs/performance.md). One result
+// variable and one return: with a return inside a branch, Dawn's float32 MODULUS_FLOOR fell from 4062 to 1746 GB/s
+// on an H200 (docs/performance.md).
 fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
+    let ua = a & F32_ABS;
+    let ub = b & F32_ABS;
+    let sign = select(a, b, floored) & F32_SIGN;
+    let below = ua < ub;
+    let d = (ua >> 23u) - (ub >> 23u);  // exponent fields' difference, wrapped where |a| has the smaller
+    var result: u32;
+    if (ua < F32_INF && ub - F32_SUB_LOW < F32_RECIPROCAL_NORMAL - F32_SUB_LOW && (d < 20u || below)) {
+        // a finite, 2^-100 <= |b| < 2^126, and |a| < |b| or a quotient below 2^20. Where |a| < |b| the remainder
+        // is a itself, and f32_rem_fast's value (from a shift by the wrapped d) is discarded.
+        let rest = select(f32_rem_fast(ua, ub, d), ua, below);
+        var magnitude = rest;
+        if (floored) {
+            // |b| >= 2^-100 and finite: the subtraction of f32_sub_magnitudes' first case, correctly rounded.
+            let moved = ((a ^ b) & F32_SIGN) != 0u && rest != 0u;
+            magnitude = select(rest, bitcast<u32>(bitcast<f32>(ub) - bitcast<f32>(rest)), moved);
+        }
+        result = sign | magnitude;
+    } else {
+        result = f32_remainder_any(a, b, floored);
+    }
+    return result;
+}
+
+// |a| mod |b| for 2^-100 <= |b| <= |a| < 2^126 * 2^20 with exponent fields d apart, d < 20, as magnitude bits.
+// |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150). |a| / |b| =
+// ma * 2^d / mb, and WGSL computes 1 / |b| within 2.5 units in the last place and rounds the product, so the
+// estimate is within 3.6e-7 * 2^20 < 0.38 of it (lib/rem_by_estimate.wgsl). ma * 2^d passes 2^32 from d = 9 up;
+// it is taken modulo 2^32, where the remainder is computed. The remainder r < 2^24 converts exactly, and r *
+// 2^(eb-150) is a float32 multiplication by a normal power of two (eb >= 27) with an exact, normal or zero
+// product (at least 2^-123 where r >= 1), which WGSL requires correctly rounded: one multiplication where the
+// exponent field's own arithmetic needed a test for r = 0 as well.
+fn f32_rem_fast(ua: u32, ub: u32, d: u32) -> u32 {
+    let r = rem_from_estimate(((ua & F32_MANT) | F32_IMPLICIT) << d, (ub & F32_MANT) | F32_IMPLICIT,
+                              bitcast<f32>(ua) * (1.0 / bitcast<f32>(ub)));
+    return bitcast<u32>(f32(r) * bitcast<f32>((ub & F32_INF) - (23u << 23u)));  // 2^(eb-150)
+}
+
+// f32_remainder_bits for any operands: NaN, infinities, zero divisors, subnormals, quotients from 2^20 up.
+fn f32_remainder_any(a: u32, b: u32, floored: bool) -> u32 {
     let ua = a & F32_ABS;
     let ub = b & F32_ABS;
     // NaN operand, a = ±inf or b = ±0: invalid, NaN.
@@ -47,12 +95,7 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
         return F32_QNAN;
     }
     let sign = select(a, b, floored) & F32_SIGN;
-    // |a| < |b|, b = ±inf included: the remainder is a itself (±0 keeps its sign). C's remainder returns it here,
-    // so its kernel holds no subtraction (with one, Dawn's broadcast MODULUS_TRUNCATE lost 39%).
-    if (ua < ub && !floored) {
-        return sign | ua;
-    }
-    var rest = ua;  // |a| mod |b|, as magnitude bits
+    var rest = ua;  // |a| mod |b|, as magnitude bits; a itself where |a| < |b| (b = ±inf included)
     if (ua >= ub) {
         rest = f32_rem_magnitudes(ua, ub);
     }
@@ -60,51 +103,30 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
         return sign | rest;
     }
     // Floored, a non-zero remainder whose sign differs from b's moves to |b| - rest: where |a| < |b| the one rounded
-    // result, elsewhere exact (rest is a multiple of |b|'s unit in the last place). Computed after the paths above
-    // rejoin, so that a warp holding both kinds of lanes runs it once, and as a select: on an H200 a branch here
-    // cost MODULUS_FLOOR 36% on Dawn (docs/performance.md).
+    // result, elsewhere exact (rest is a multiple of |b|'s unit in the last place).
     let moved = ((a ^ b) & F32_SIGN) != 0u && rest != 0u;
     return sign | select(rest, f32_sub_magnitudes(ub, rest), moved);
 }
 
-// |a| mod |b| for finite magnitudes |a| >= |b| > 0, exact, as magnitude bits.
+// |a| mod |b| for finite magnitudes |a| >= |b| > 0, exact, as magnitude bits: subnormals included, any quotient.
 fn f32_rem_magnitudes(ua: u32, ub: u32) -> u32 {
     // |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so
-    // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150)  with d = ea - eb >= 0 (because |a| >= |b|).
-    // One result variable and one return: with a return inside the first branch, Dawn's float32 MODULUS_FLOOR fell
-    // from 4062 to 1746 GB/s on an H200 (docs/performance.md).
-    let eb = ub >> 23u;
-    let d = (ua >> 23u) - eb;
-    var result: u32;
-    if (d < 20u && ub - F32_FAST_LOW < F32_RECIPROCAL_NORMAL - F32_FAST_LOW) {
-        // Nearly all data: quotients below 2^20 and 2^-103 <= |b| < 2^126 (so a is normal, and 1 / |b| too).
-        // |a| / |b| = ma * 2^d / mb, and WGSL computes 1 / |b| within 2.5 units in the last place and rounds the
-        // product, so the estimate is within 3.6e-7 * 2^20 < 0.38 of it (lib/rem_by_estimate.wgsl). ma * 2^d
-        // passes 2^32 from d = 9 up; it is taken modulo 2^32, where the remainder is computed.
-        let r = rem_from_estimate(((ua & F32_MANT) | F32_IMPLICIT) << d, (ub & F32_MANT) | F32_IMPLICIT,
-                                  bitcast<f32>(ua) * (1.0 / bitcast<f32>(ub)));
-        // eb >= 24 here, so a non-zero r * 2^(eb-150) is at least 2^-126, normal (f32_scaled_normal). Keeping
-        // subnormal results out of this path spares every element f32_scaled_remainder's test and shift (float32
-        // modulus 1-4% faster on an H200).
-        result = select(f32_scaled_normal(bitcast<u32>(f32(r)), eb), 0u, r == 0u);
-    } else {
-        // Any finite operands, subnormal ones included: bring in the factor 2^d up to 8 bits at a time. ma < 2^24
-        // and then r < mb < 2^24, so r << 8 still fits in u32. d <= 253, so this runs at most 32 times.
-        let eb_any = f32_bits_exponent(ub);
-        let mb = f32_bits_significand(ub);
-        var r = f32_bits_significand(ua);
-        var rest = f32_bits_exponent(ua) - eb_any;
-        loop {
-            let k = min(rest, 8u);
-            r = (r << k) % mb;
-            rest -= k;
-            if (rest == 0u || r == 0u) {
-                break;
-            }
+    // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150)  with d = ea - eb >= 0 (because |a| >= |b|). The factor 2^d
+    // comes in up to 8 bits at a time. ma < 2^24 and then r < mb < 2^24, so r << 8 still fits in u32. d <= 253, so
+    // this runs at most 32 times.
+    let eb_any = f32_bits_exponent(ub);
+    let mb = f32_bits_significand(ub);
+    var r = f32_bits_significand(ua);
+    var rest = f32_bits_exponent(ua) - eb_any;
+    loop {
+        let k = min(rest, 8u);
+        r = (r << k) % mb;
+        rest -= k;
+        if (rest == 0u || r == 0u) {
+            break;
         }
-        result = f32_scaled_remainder(r, eb_any);
     }
-    return result;
+    return f32_scaled_remainder(r, eb_any);
 }
 
 // r * 2^(eb-150) as magnitude bits, for r below the divisor's significand mb < 2^24 (so the value is exactly
@@ -115,14 +137,8 @@ fn f32_rem_magnitudes(ua: u32, ub: u32) -> u32 {
 // on an H200 (docs/performance.md).
 fn f32_scaled_remainder(r: u32, eb: u32) -> u32 {
     let fr = bitcast<u32>(f32(r));
-    let bits = select(r << (eb - 1u), f32_scaled_normal(fr, eb), (fr >> 23u) + eb > 150u);
+    let bits = select(r << (eb - 1u), fr + ((eb - 150u) << 23u), (fr >> 23u) + eb > 150u);
     return select(bits, 0u, r == 0u);
-}
-
-// r * 2^(eb-150) as magnitude bits where that value is normal, from fr, the bits of r < 2^24 as a float32 (exact):
-// its exponent field moved by eb - 150 (modulo 2^32).
-fn f32_scaled_normal(fr: u32, eb: u32) -> u32 {
-    return fr + ((eb - 150u) << 23u);
 }
 
 // |x| - |y| for finite magnitudes big > small > 0 (or big = inf, giving inf): IEEE binary32 subtraction, round to
