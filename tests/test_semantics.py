@@ -70,18 +70,22 @@ def test_modulus_hard_cases(device, dtype):
         run_and_check(device, desc, np.random.default_rng(2), lambda t, n: next(values))
 
 
-def test_float32_modulus_small_divisors(device):
-    """float32 remainders whose divisor lies about the usual path's lower bound (2^-100, wgsl/lib/f32_bits.wgsl):
-    from it up a remainder is normal and the floored subtraction needs no scaling. Divisors of every exponent field
-    from 1 to 40 (and subnormal ones), dividends from the divisor to 2^24 times it, random significands and signs,
-    dividends next to multiples of the divisor, whose remainders are the smallest, and the same pairs swapped
-    (dividends below the divisor, subnormal ones among them)."""
+def test_float32_modulus_divisors_at_the_bounds(device):
+    """float32 remainders whose divisor lies about the usual path's bounds (wgsl/lib/f32_bits.wgsl): 2^-100, from
+    which a remainder is normal and the floored subtraction needs no scaling, and 2^109, below which an infinite or
+    NaN dividend's exponent field is at least 20 above the divisor's. Divisors of every exponent field from 1 to 40
+    and from 215 to 254 (and subnormal ones), dividends from the divisor to 2^24 times it (past the largest finite
+    value: infinities and NaNs), random significands and signs, dividends next to multiples of the divisor, whose
+    remainders are the smallest, the same pairs swapped (dividends below the divisor, subnormal ones among them),
+    and infinite and NaN dividends against every large divisor field."""
     rng = np.random.default_rng(103)
     n = 20000
-    fields = rng.integers(0, 41, n).astype(np.uint32)
+    fields = np.concatenate([rng.integers(0, 41, n), rng.integers(215, 255, n)]).astype(np.uint32)
+    n = fields.size
     b = (fields << 23) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
     b = np.where(b == 0, 1, b).astype(np.uint32)
     a = b + (rng.integers(0, 25, n).astype(np.uint32) << 23)
+    a = np.minimum(a, np.where(b >= 215 << 23, 0x7fc00000, 0xffffffff)).astype(np.uint32)
     a = np.where(rng.random(n) < 0.5, a, a & ~np.uint32(0x7fffff) | (b & 0x7fffff) ^ rng.integers(0, 4, n,
                                                                                                   dtype=np.uint32))
     # Remainders of one, two and three of the divisor's units in the last place, at every exponent field.
@@ -90,6 +94,9 @@ def test_float32_modulus_small_divisors(device):
     edge_a = edge_b + np.tile(np.arange(1, 4, dtype=np.uint32), 160)
     a, b = np.concatenate([a, edge_a]), np.concatenate([b, edge_b])
     a, b = np.concatenate([a, b]), np.concatenate([b, a])
+    special_b = np.repeat(np.arange(215, 255, dtype=np.uint32) << 23, 3) | 0x123
+    special_a = np.tile(np.array([0x7f800000, 0x7fc00000, 0x7f800001], np.uint32), 40)
+    a, b = np.concatenate([a, special_a]), np.concatenate([b, special_b])
     n = a.size
     signs = rng.integers(0, 2, (2, n), dtype=np.uint32) << 31
     a, b = (a | signs[0]).view(np.float32), (b | signs[1]).view(np.float32)
@@ -130,7 +137,7 @@ def test_modulus_64bit_quotients(device, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_modulus_float_path_boundaries(device, dtype):
     """Both sides of the bounds of the float remainders' usual paths: float32 takes one estimated step for
-    quotients below 2^20 and divisors from 2^-126 to below 2^126 (wgsl/lib/f32_bits.wgsl), float16's MODULUS_FLOOR
+    quotients below 2^20 and divisors from 2^-100 to below 2^109 (wgsl/lib/f32_bits.wgsl), float16's MODULUS_FLOOR
     both lanes at once for quotients below 2^12, normal operands and results zero or from 2^-14 up
     (wgsl/lib/f16_bits.wgsl). Divisors at the ends of each exponent's range, dividends within two units of
     q * b for quotients q next to those bounds, every sign."""
@@ -138,6 +145,8 @@ def test_modulus_float_path_boundaries(device, dtype):
     rng = np.random.default_rng(16 if dtype == np.float16 else 32)
     exponents = [info.minexp - 1, info.minexp, info.minexp + 1, info.minexp + 8, info.minexp + 13, -3, 0, 7,
                  info.maxexp - 13, info.maxexp - 9, info.maxexp - 2, info.maxexp - 1]
+    if dtype == np.float32:
+        exponents += [-101, -100, -99, 107, 108, 109]
     eps = float(info.eps)
     significands = [1.0, 1.0 + eps, 1.5, 2.0 - eps, 2.0 - 2 * eps] + list(1.0 + rng.random(3))
     divisors = np.array([s * 2.0 ** e for s in significands for e in exponents], np.float64)

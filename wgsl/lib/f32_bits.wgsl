@@ -18,7 +18,9 @@ const F32_INF: u32 = 0x7f800000u;
 const F32_QNAN: u32 = 0x7fc00000u;
 const F32_MANT: u32 = 0x007fffffu;
 const F32_IMPLICIT: u32 = 0x00800000u;
-const F32_RECIPROCAL_NORMAL: u32 = 0x7e800000u;  // 2^126: 1 / x is normal below it
+// 2^109: f32_remainder_bits' usual divisors stay below it (exponent fields up to 235), so that an infinite or NaN
+// dividend's exponent field (255) is at least 20 above theirs.
+const F32_FAST_HIGH: u32 = 0x76000000u;
 // 2^-100: differences of magnitudes from here up need no scaling (f32_sub_magnitudes), so f32_remainder_bits'
 // usual divisors start here.
 const F32_SUB_LOW: u32 = 0x0d800000u;
@@ -44,21 +46,21 @@ fn f32_bits_significand(mag: u32) -> u32 {
 // Nearly all data takes the first branch, written without inner branches: a warp whose lanes hold both |a| < |b|
 // and |a| >= |b| runs both sides of a branch anyway, so selects cost no more work and spare the branch's own
 // instructions. On an H200 a broadcast operand leaves the kernel bound by instruction issue (the memory carries a
-// third less), and there this form ran float32 MODULUS_FLOOR 3259 -> 3679 GB/s (Dawn 3310 -> 3810), MODULUS_TRUNCATE
-// 3663 -> 3855 (3601 -> 3972), as measured by bench/targets.py (docs/performance.md). One result
+// third less), and there this form, with f32_rem_fast's arithmetic, ran float32 MODULUS_FLOOR 3259 -> 3834 GB/s (Dawn
+// 3310 -> 3948) and MODULUS_TRUNCATE 3663 -> 3942 (3601 -> 4046) (docs/performance.md). One result
 // variable and one return: with a return inside a branch, Dawn's float32 MODULUS_FLOOR fell from 4062 to 1746 GB/s
 // on an H200 (docs/performance.md).
 fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
     let ua = a & F32_ABS;
     let ub = b & F32_ABS;
     let sign = select(a, b, floored) & F32_SIGN;
-    let below = ua < ub;
-    let d = (ua >> 23u) - (ub >> 23u);  // exponent fields' difference, wrapped where |a| has the smaller
+    let d = (ua >> 23u) - (ub >> 23u);  // exponent fields' difference
     var result: u32;
-    if (ua < F32_INF && ub - F32_SUB_LOW < F32_RECIPROCAL_NORMAL - F32_SUB_LOW && (d < 20u || below)) {
-        // a finite, 2^-100 <= |b| < 2^126, and |a| < |b| or a quotient below 2^20. Where |a| < |b| the remainder
-        // is a itself, and f32_rem_fast's value (from a shift by the wrapped d) is discarded.
-        let rest = select(f32_rem_fast(ua, ub, d), ua, below);
+    if (ub - F32_SUB_LOW < F32_FAST_HIGH - F32_SUB_LOW && bitcast<i32>(d) < 20) {
+        // 2^-100 <= |b| < 2^109 and a's exponent field at most 19 above b's. Then a is finite (255 is at least 20
+        // above b's field, at most 235), and either |a| < |b|, whose remainder is a itself (f32_rem_fast's value is
+        // then discarded), or |a| >= |b| with a quotient below 2^20.
+        let rest = select(f32_rem_fast(ua, ub, d), ua, ua < ub);
         var magnitude = rest;
         if (floored) {
             // |b| >= 2^-100 and finite: the subtraction of f32_sub_magnitudes' first case, correctly rounded.
@@ -72,18 +74,25 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
     return result;
 }
 
-// |a| mod |b| for 2^-100 <= |b| <= |a| < 2^126 * 2^20 with exponent fields d apart, d < 20, as magnitude bits.
+// |a| mod |b| for 2^-100 <= |b| <= |a| < 2^109 * 2^20 with exponent fields d apart, d < 20, as magnitude bits.
 // |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150). |a| / |b| =
 // ma * 2^d / mb, and WGSL computes 1 / |b| within 2.5 units in the last place and rounds the product, so the
-// estimate is within 3.6e-7 * 2^20 < 0.38 of it (lib/rem_by_estimate.wgsl). ma * 2^d passes 2^32 from d = 9 up;
-// it is taken modulo 2^32, where the remainder is computed. The remainder r < 2^24 converts exactly, and r *
-// 2^(eb-150) is a float32 multiplication by a normal power of two (eb >= 27) with an exact, normal or zero
-// product (at least 2^-123 where r >= 1), which WGSL requires correctly rounded: one multiplication where the
-// exponent field's own arithmetic needed a test for r = 0 as well.
+// estimate is within 3.6e-7 * 2^20 < 0.38 of it; rounded to the nearest integer (adding 2^23 rounds it, and the
+// integer is then the float's low bits) it is q = floor(ma * 2^d / mb) or one more, so ma * 2^d - q * mb lies in
+// [-mb, mb), and one correction brings it into [0, mb). ma * 2^d passes 2^32 from d = 9 up: everything is computed
+// modulo 2^32. This is lib/rem_by_estimate.wgsl's rem_from_estimate written for float32's operands, with -mb
+// (from b's exponent bits, one addition) where it takes mb: the products then need no negation and the correction
+// is one multiplication by the sign, not a test and a select. The remainder r < 2^24 converts exactly, and r *
+// 2^(eb-150) is a float32 multiplication by a normal power of two (eb >= 27) with an exact, normal or zero product
+// (at least 2^-123 where r >= 1), which WGSL requires correctly rounded.
 fn f32_rem_fast(ua: u32, ub: u32, d: u32) -> u32 {
-    let r = rem_from_estimate(((ua & F32_MANT) | F32_IMPLICIT) << d, (ub & F32_MANT) | F32_IMPLICIT,
-                              bitcast<f32>(ua) * (1.0 / bitcast<f32>(ub)));
-    return bitcast<u32>(f32(r) * bitcast<f32>((ub & F32_INF) - (23u << 23u)));  // 2^(eb-150)
+    let exponent = ub & F32_INF;  // eb << 23
+    let minus_mb = exponent - ub - F32_IMPLICIT;  // -mb modulo 2^32 (b is normal)
+    let x = ((ua & F32_MANT) | F32_IMPLICIT) << d;
+    let q = bitcast<u32>(bitcast<f32>(ua) * (1.0 / bitcast<f32>(ub)) + TWO_TO_23) & 0x7fffffu;
+    let r = x + q * minus_mb;  // "negative" where q is one too large
+    let fixed = r + minus_mb * bitcast<u32>(bitcast<i32>(r) >> 31u);  // plus mb there: -mb times -1
+    return bitcast<u32>(f32(fixed) * bitcast<f32>(exponent - (23u << 23u)));  // times 2^(eb-150)
 }
 
 // f32_remainder_bits for any operands: NaN, infinities, zero divisors, subnormals, quotients from 2^20 up.
