@@ -2,9 +2,9 @@
 //
 // Floating-point results are avoided on purpose: WGSL lets implementations flush subnormals, assume there is no
 // inf/NaN, and compute `/` approximately, while these functions must give the same bits on every GPU. Everything
-// below is unsigned integer bit manipulation, except a quotient estimate that integers correct
-// (lib/rem_by_estimate.wgsl) and one subtraction (f32_sub_magnitudes) on normal values, scaled by 2^64 where they
-// are tiny, which WGSL defines exactly.
+// below is integer bit manipulation, except a quotient estimate that integers correct (f32_rem_fast, as
+// lib/rem_by_estimate.wgsl does), an exact multiplication by a normal power of two (f32_rem_fast) and one
+// subtraction (f32_sub_magnitudes) on normal values, scaled by 2^64 where they are tiny, which WGSL defines exactly.
 //
 // Conventions used throughout:
 //   - "field exponent" e is the 8-bit exponent field, except that subnormals (field 0) use e = 1

@@ -1,6 +1,7 @@
 // x % y from a float estimate of the quotient, corrected in integers: the GPU's u32 `%` runs three instructions on
 // the slow pipe (two conversions and a reciprocal), this runs one. Used by 16-bit integer division
-// (lib/divide_by_estimate.wgsl) and float32's remainder (lib/f32_bits.wgsl).
+// (lib/divide_by_estimate.wgsl); float32's remainder (lib/f32_bits.wgsl: f32_rem_fast) writes the same method out
+// for its operands.
 const TWO_TO_23: f32 = 8388608.0;
 
 // x % y, for x given modulo 2^32 (the true x may pass 2^32), y < 2^31 and an estimate of the true x / y less than
