@@ -271,15 +271,19 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
     # One small operation with read-back, against a bare wgpu submit + read-back of the same size.
     copy = CopyKernel(device, 4096)
 
-    def timed(step, count=200):
+    def timed(*steps, count=200) -> list[float]:
+        """Median time of each step in us, the steps' samples interleaved: the host's speed drifts within a run,
+        and one step timed after the other saw 1.08x and 1.33x for the same code in two runs (H200 host)."""
         for _ in range(20):
-            step()
-        samples = []
+            for step in steps:
+                step()
+        samples = [[] for _ in steps]
         for _ in range(count):
-            start = time.perf_counter_ns()
-            step()
-            samples.append(time.perf_counter_ns() - start)
-        return statistics.median(samples) / 1000
+            for step, step_samples in zip(steps, samples):
+                start = time.perf_counter_ns()
+                step()
+                step_samples.append(time.perf_counter_ns() - start)
+        return [statistics.median(step_samples) / 1000 for step_samples in samples]
 
     def bare():
         encoder = device.wgpu_device.create_command_encoder()
@@ -309,8 +313,8 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
 
     batch_us, table_batch_us, bare_batch_us = host_us_per_op(gpuops_batch, gpuops_table_batch, bare_batch)
     x = np.ones(1024, np.float32)
-    bare_us, ours_us = timed(bare), timed(ours)
-    numpy_api_us = timed(lambda: gpuops.sign(x, device=device), 100)
+    bare_us, ours_us = timed(bare, ours)
+    [numpy_api_us] = timed(lambda: gpuops.sign(x, device=device), count=100)
     # Large operations batched: wall-clock against the sum of GPU timestamp times.
     n = runner.device.limits["max-storage-buffer-binding-size"] // 8
     big = TensorDesc(DataType.FLOAT32, (n,))
