@@ -85,6 +85,8 @@ def test_float32_modulus_divisors_at_the_bounds(device):
     b = (fields << 23) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
     b = np.where(b == 0, 1, b).astype(np.uint32)
     a = b + (rng.integers(0, 25, n).astype(np.uint32) << 23)
+    # Past the largest exponent field a dividend's bits would reach the sign bit: large divisors' dividends stop at
+    # a NaN (infinities and NaNs on the way).
     a = np.minimum(a, np.where(b >= 215 << 23, 0x7fc00000, 0xffffffff)).astype(np.uint32)
     a = np.where(rng.random(n) < 0.5, a, a & ~np.uint32(0x7fffff) | (b & 0x7fffff) ^ rng.integers(0, 4, n,
                                                                                                   dtype=np.uint32))
