@@ -299,6 +299,8 @@ def shader_files(key: KernelKey) -> list[str]:
     else:
         files = ["common.wgsl", "narrow.wgsl", "units/" + key.unit_shape[0]]
     files.append("out_atomic.wgsl" if key.atomic_output else output_file)
+    if files[-1] != "out_chunks.wgsl" and not key.wide:
+        files.append("out_word_lanes.wgsl")  # narrow.wgsl's multi-word lane stores, word by word
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
     # (dict.fromkeys: a library two of these need is included once)
     signed = key.signed_remainder

@@ -136,7 +136,7 @@ fn contiguous_start(operand: u32, linear: bool, first: u32, first_offsets: vec3<
 }
 
 // Input chunk `c` of the unit (units of one input chunk or more), or in .xy the two words of a unit of half a
-// chunk (a stepped output's, UNIT < IN_PER_CHUNK).
+// chunk (UNIT < IN_PER_CHUNK: a stepped output's, and float16 -> uint32's), read as words.
 fn load_chunk(operand: u32, linear: bool, c: u32, first: u32, first_offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
     let start = contiguous_start(operand, linear, first, first_offsets, in_row);
     if (units_whole(operand, linear) || start != NO_START) {
