@@ -377,7 +377,7 @@ class CompiledOperator:
             key = dataclasses.replace(key, output_words_owned=owned, output_chunks_owned=chunks_owned)
             if separate:
                 key = _stepped_output(key, it, len(inputs), windows[-1].base_element, element_sizes[-1])
-            key, grid = _work_shape(key, it, device, separate and _replicated_rows(it, len(inputs)))
+            key, grid = _work_shape(key, it, device, _row_group(key, it, len(inputs)) if separate else {})
             key = _chunk_rows(key, it, slots, windows)
             dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
         return tuple(dispatches)
@@ -490,18 +490,18 @@ def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
     return (-(-groups // rows), rows, 1)
 
 
-def _work_shape(key: KernelKey, it: Iteration, device: Device, replicated: bool
+def _work_shape(key: KernelKey, it: Iteration, device: Device, row_group: dict[str, object]
                 ) -> tuple[KernelKey, tuple[int, int, int]]:
-    """The kernel's units per invocation and grid: ROWS where the layout suits it (in groups of rows where every
-    row's results are the same), else the flat grid."""
+    """The kernel's units per invocation and grid: ROWS where the layout suits it (in groups of rows where
+    _row_group found some, given as the key's fields), else the flat grid."""
     def tuned(candidate: KernelKey) -> KernelKey:
         return dataclasses.replace(candidate, units_per_invocation=device.units_per_invocation
                                    or shaders.tuned_units_per_invocation(candidate))
 
     per_dimension = device.max_workgroups_per_dimension
     if not all(key.linear):
-        for row_group in (shaders.REPLICATED_ROW_GROUP, 1) if replicated else (1,):
-            candidate = tuned(dataclasses.replace(key, rows=True, row_group=row_group))
+        for fields in (row_group, {}) if row_group else ({},):
+            candidate = tuned(dataclasses.replace(key, rows=True, **fields))
             grid = _rows_grid(candidate, it, per_dimension)
             if grid is not None:
                 return candidate, grid
@@ -557,10 +557,20 @@ def _chunk_rows(key: KernelKey, it: Iteration, slots: list[int], windows: list[W
     return dataclasses.replace(key, chunk_rows=tuple(rows))
 
 
-def _replicated_rows(it: Iteration, input_count: int) -> bool:
-    """Every input is the same on every row of the innermost dimension (zero strides outside it): the rows'
-    results are equal, so a ROWS kernel computes each unit once for several rows."""
-    return it.rank >= 2 and all(not any(it.strides[i][:-1]) for i in range(input_count))
+def _row_group(key: KernelKey, it: Iteration, input_count: int) -> dict[str, object]:
+    """The KernelKey fields of a ROWS kernel that takes groups of rows, or {}. Where every input is the same on
+    every row of the innermost dimension (zero strides outside it), the rows' results are equal: each unit is
+    computed once for several rows (replicated). Where the divisor b alone is, and its type gains by it
+    (KernelKey.takes_divisor_rows), each invocation divides a unit's column in several rows at once (DIVISOR_ROWS). The
+    caller asks only where no input is read through the output's binding."""
+    if it.rank < 2:
+        return {}
+    same = [not any(it.strides[i][:-1]) for i in range(input_count)]
+    if all(same):
+        return {"row_group": shaders.REPLICATED_ROW_GROUP}
+    if same == [False, True] and key.takes_divisor_rows:
+        return {"row_group": shaders.DIVISOR_ROW_GROUP, "divisor_rows": True}
+    return {}
 
 
 def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_count: int, unit: int) -> bytes:

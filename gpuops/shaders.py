@@ -26,6 +26,9 @@ UNITS_PER_INVOCATION = 4  # see tuned_units_per_invocation
 # per invocation (so that it stores as many units as an invocation of other kernels); see tuned_units_per_invocation.
 REPLICATED_ROW_GROUP = 4
 REPLICATED_UNITS_PER_INVOCATION = 1
+# ROWS kernels whose divisor b is the same on every row divide this many rows at once (KernelKey.divisor_rows);
+# wgsl/binary.wgsl's run_divisor_rows is written out for four.
+DIVISOR_ROW_GROUP = 4
 
 # Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
@@ -64,6 +67,16 @@ SIGNED_BY_ESTIMATE = frozenset({DataType.INT16})
 # MODULUS_TRUNCATE 3% slower (3727 -> 3618, Dawn 3641 -> 3511).
 SIGNED_BY_RECIPROCALS = frozenset({"modulus_floor.wgsl"})
 
+# Types whose modulus, where the divisor b alone is the same on every row, divides DIVISOR_ROW_GROUP rows at once
+# (KernelKey.divisor_rows): b loaded once, and the rows' dividends all loaded before any is divided. Such a kernel
+# reads only a from memory (b comes from the cache), and one unit's load at a time left too few loads in flight to
+# cover the memory's latency. On an H200 (twentieth session, docs/performance.md) broadcast int8 MODULUS_FLOOR ran
+# 2710 -> 3005-3057 GB/s this way (Dawn 2825 -> 3344-3414), MODULUS_TRUNCATE 2710 -> 2946-2962 (Dawn 2825 ->
+# 3213-3277), int64 3893 -> 4110-4129 and 4090 -> 4120-4135 (Dawn 3972 -> 4175, 4122 -> 4175-4201). float16's
+# kernel, long already, lost (floor 2889-2913 -> 2539-2555) and keeps one row per unit. Divisors prepared once for
+# the rows (a table's entries, reciprocals) made no difference beside the loads.
+DIVISOR_ROW_TYPES = frozenset({DataType.INT8, DataType.INT64})
+
 # Libraries in wgsl/lib/ a divider (KernelKey.divider) is built on.
 DIVIDER_LIBRARIES: dict[str, tuple[str, ...]] = {"divide_by_estimate.wgsl": ("rem_by_estimate.wgsl",)}
 
@@ -97,6 +110,9 @@ class KernelKey:
     out_step: int = 1  # OUT_STEP: 2 for an 8/16-bit output of innermost stride 2, aligned (device._stepped_output)
     rows: bool = False  # the grid walks rows of the innermost dimension, each whole units (see device._rows_grid)
     row_group: int = 1  # ROWS: rows per invocation; above 1 when every input is the same on every row (replicated)
+    # or where divisor_rows holds (device._row_group)
+    divisor_rows: bool = False  # ROWS, row_group > 1: b alone is the same on every row, loaded once for the
+    # group's rows, whose dividends are loaded before any is divided (DIVISOR_ROWS in wgsl/binary.wgsl)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
@@ -118,7 +134,7 @@ class KernelKey:
         if self.wide:
             return 2
         _, unit_bytes, replicated_bytes = self.unit_shape
-        unit_bytes = replicated_bytes if self.row_group > 1 else unit_bytes
+        unit_bytes = replicated_bytes if self.row_group > 1 and not self.divisor_rows else unit_bytes
         if self.out_step > 1 and unit_bytes == 16:
             unit_bytes //= self.out_step  # a stepped output: the unit's elements span one chunk
         return unit_bytes // self.output_type.size
@@ -157,6 +173,12 @@ class KernelKey:
         if self.reciprocal_table and self.shader in SIGNED_BY_RECIPROCALS:
             return "signed_by_reciprocals.wgsl"
         return "signed_by_magnitudes.wgsl"
+
+    @property
+    def takes_divisor_rows(self) -> bool:
+        """A modulus of DIVISOR_ROW_TYPES: where b alone is the same on every row, its ROWS kernel divides groups
+        of rows at once (divisor_rows)."""
+        return self.divides and self.input_type in DIVISOR_ROW_TYPES
 
     @property
     def reciprocal_table(self) -> bool:
@@ -252,6 +274,7 @@ def prelude(key: KernelKey) -> str:
         f"const OUT_STEP: u32 = {key.out_step}u;",
         f"const ROWS: bool = {str(key.rows).lower()};",
         f"const ROW_GROUP: u32 = {key.row_group}u;",
+        f"const DIVISOR_ROWS: bool = {str(key.divisor_rows).lower()};",
         f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
     ]

@@ -12,7 +12,15 @@ import pytest
 from gpuops import DataType
 
 from .dml import device_with, kernel_keys, make_desc, run_and_check
-from .reference import BINARY, assert_same_bits, op_cases, random_values, reference, run_numpy_api
+from .reference import (
+    BINARY,
+    assert_same_bits,
+    op_cases,
+    random_values,
+    reference,
+    run_numpy_api,
+    special_values,
+)
 
 SHAPES = {1: (37,), 2: (5, 7), 3: (3, 4, 5), 4: (2, 3, 2, 5), 5: (2, 3, 2, 2, 3), 6: (2, 2, 3, 2, 2, 3),
           7: (2, 2, 2, 3, 2, 2, 2), 8: (2, 2, 2, 2, 2, 3, 2, 2)}
@@ -97,6 +105,10 @@ def row_grid_device(device):
     return device_with(device, workgroup_size=2, units_per_invocation=4, max_workgroups_per_dimension=4)
 
 
+# Types whose modulus divides a group of rows at once where the divisor alone is the same on every row
+# (DIVISOR_ROWS).
+DIVISOR_ROW_TYPES = (DataType.INT8, DataType.INT64)
+
 ROW_CASES = [pytest.param(case, layout, id=f"{name}-{layout}") for case, name in op_cases() for layout in ROW_LAYOUTS
              if layout != "in-place" or case[2] == case[3]]  # in place: the output's type is the input's
 
@@ -106,10 +118,15 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     """Strided layouts whose rows hold whole units run on the ROWS grid (wgsl/common.wgsl): x = blocks of a row,
     y and z = rows, offsets stepped along the row. Where every input is the same on every row ("replicated", and
     a one-input operator's "row-broadcast"), each invocation computes a unit once for a group of rows: 25 rows make
-    six groups of four and one of one, and a surplus group on the grid's third dimension."""
+    six groups of four and one of one, and a surplus group on the grid's third dimension. Where the divisor alone is
+    ("row-broadcast" of a two-input operator) of DIVISOR_ROW_TYPES, each invocation divides a unit's column in
+    the same groups of rows at once (DIVISOR_ROWS)."""
     operator, mode, in_type, out_type = case
     replicated = layout == "replicated" or (layout == "row-broadcast" and operator not in BINARY)
-    shape = (5, 5, 64) if replicated else (3, 5, 64)
+    divisor_rows = (layout == "row-broadcast" and operator in BINARY
+                    and in_type in DIVISOR_ROW_TYPES)
+    grouped = replicated or divisor_rows
+    shape = (5, 5, 64) if grouped else (3, 5, 64)
     padded = (5 * 80, 80, 1)
     names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
     strides = {name: padded for name in names}
@@ -134,7 +151,8 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     desc = make_desc(operator, mode, in_type, out_type, shape, strides)
     run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
                   in_place=names[0] if layout == "in-place" else None)
-    assert keys and all(key.rows and (key.row_group > 1) == replicated for key in keys)
+    assert keys and all(key.rows and (key.row_group > 1) == grouped and key.divisor_rows == divisor_rows
+                        for key in keys)
     assert all((key.out_step == 2) == (layout == "stepped-output" and out_type.size < 4) for key in keys)
     # Inputs in rows of whole aligned units (padded, or broadcast along rows) are declared so, and their kernels
     # hold no gather path; a column-broadcast operand (innermost stride 0) is not, nor is a packed output (linear).
@@ -144,6 +162,47 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     assert all(key.chunk_rows == expected_rows for key in keys)
     plan = list(row_grid_device._plans.values())[-1]
     assert all(dispatch.grid[2] > 1 for dispatch in plan)
+
+
+def _divisor_rows_values(data_type: DataType, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(row values, divisor row) for test_divisor_rows: every int8 value, or the type's special values and random
+    bit patterns, 256 in all."""
+    if data_type == DataType.INT8:
+        return np.arange(-128, 128, dtype=np.int8), np.arange(-128, 128, dtype=np.int8)
+    specials = special_values(data_type)
+    return specials, np.concatenate([specials, _bit_patterns(data_type, 256 - specials.size, rng)])
+
+
+def _bit_patterns(data_type: DataType, count: int, rng: np.random.Generator) -> np.ndarray:
+    bits = np.dtype(f"u{data_type.size}")
+    return rng.integers(0, 1 << (8 * data_type.size), count, dtype=bits).view(data_type.numpy_dtype)
+
+
+@pytest.mark.parametrize("out_step", [1, 2, 3], ids=["packed-out", "stepped-out", "strided-out"])
+@pytest.mark.parametrize("data_type", DIVISOR_ROW_TYPES, ids=lambda t: t.name.lower())
+@pytest.mark.parametrize("operator", sorted(BINARY))
+def test_divisor_rows(device, monkeypatch, operator, data_type, out_step):
+    """DIVISOR_ROWS: a divisor the same on every row is loaded once for a group of four rows, whose dividends are
+    loaded before any is divided (wgsl/binary.wgsl). Row i holds dividend i throughout, for every int8 value (so
+    every int8 pair is divided) or the type's special values, and the divisor row holds every one of them (with
+    random bit patterns up to 256 columns); three more rows of random bit patterns make an odd count of rows:
+    groups of four and a partial last one, which takes its last row again. The output is packed, or every second
+    element (int8: stepped, each unit's span read and written whole) or every third (int8: lanes stored
+    atomically), whose elements between must keep their values."""
+    rng = np.random.default_rng(1009)
+    dividends, divisors = _divisor_rows_values(data_type, rng)
+    columns = divisors.size
+    noise = _bit_patterns(data_type, 3 * columns, rng)
+    rows = dividends.size + 3
+    values = iter([np.concatenate([np.repeat(dividends, columns), noise]), np.tile(divisors, rows)])
+    small = device_with(device, workgroup_size=2, units_per_invocation=4, max_workgroups_per_dimension=16)
+    keys = kernel_keys(small, monkeypatch)
+    out_strides = None if out_step == 1 else (columns * out_step, out_step)
+    desc = make_desc(operator, None, data_type, data_type, (rows, columns),
+                     {"a_tensor": None, "b_tensor": (0, 1), "output_tensor": out_strides})
+    run_and_check(small, desc, rng, lambda t, n: next(values))
+    assert keys and all(key.divisor_rows and key.row_group == 4 for key in keys)
+    assert all((key.out_step == 2) == (out_step == 2 and data_type.size == 1) for key in keys)
 
 
 CHUNK_ROW_CASES = [pytest.param(c, id=i) for c, i in op_cases() if i in (

@@ -128,8 +128,9 @@ fn row_offsets(row: u32) -> vec3<u32> {
 // ROWS kernels (strided layouts whose innermost dimension holds whole units, at least a workgroup's worth): the
 // grid's x counts blocks of one row, y and z count groups of ROW_GROUP rows. A unit's offsets are then its row's
 // plus a step along the row, with no division per unit (a broadcast operand's kernel spent most of its time on
-// that division). Where every input is the same on every row (ROW_GROUP > 1, see device._replicated_rows), a
-// unit's results are computed once and stored to each row of the group.
+// that division). Where every input is the same on every row (ROW_GROUP > 1, see device._row_group), a
+// unit's results are computed once and stored to each row of the group; where b alone is (DIVISOR_ROWS), its
+// divisors are prepared once for the group's rows (binary.wgsl).
 fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
     if (first_row >= params.row_count) {
@@ -147,6 +148,10 @@ fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
         let first = first_row * row_size + column;
         if (ROW_GROUP == 1u) {
             run_full_unit(first, UnitStart(offsets + column * step, true));
+            continue;
+        }
+        if (DIVISOR_ROWS) {
+            run_divisor_rows(first_row, column, offsets, step);
             continue;
         }
         let out = unit_results(first, offsets + column * step, true);

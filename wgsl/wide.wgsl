@@ -33,6 +33,16 @@ fn unit_results(first: u32, offsets0: vec3<u32>, in_row: bool) -> vec4<u32> {
     if (HAS_B) {
         b = load_unit(OPERAND_B, B_LINEAR, offsets0, offsets1, in_row);
     }
+    return unit_results_of(a, b);
+}
+
+// An operand's unit, in a row (DIVISOR_ROWS, binary.wgsl).
+fn unit_input(operand: u32, linear: bool, first: u32, offsets0: vec3<u32>) -> vec4<u32> {
+    return load_unit(operand, linear, offsets0, unit_element_offsets(first, 1u, offsets0, true), true);
+}
+
+// The unit's results from its input words (what load_unit gives).
+fn unit_results_of(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
     return vec4<u32>(compute(a.xy, b.xy), compute(a.zw, b.zw));
 }
 
