@@ -106,6 +106,9 @@ class Device:
         # Kernel shape (part of every KernelKey): benchmarks and tests may change them on their own Device.
         self.workgroup_size = shaders.WORKGROUP_SIZE
         self.units_per_invocation: int | None = None  # None: shaders.tuned_units_per_invocation
+        # Whether pack2x16float rounds inexact values to nearest, ties to even, as NumPy does: found by a probe the
+        # first time a kernel depends on it (see _probe_pack_rounding); tests may set it to take the other path.
+        self.pack_rounds_to_nearest: bool | None = None
         # Every wgpu call made for this Device happens under this lock: some WebGPU bindings (Dawn's) crash when
         # one device is used from several threads at once.
         self._lock = threading.RLock()
@@ -176,6 +179,16 @@ class Device:
                 found = self._pipelines[key] = self._create_pipeline(key)
             return found
 
+    def kernel_key(self, **fields) -> KernelKey:
+        """The KernelKey of these fields, with the device's own settings that the kernel's text depends on."""
+        key = KernelKey(workgroup_size=self.workgroup_size, **fields)
+        if (key.shader, key.input_type) in shaders.PACK_ROUNDING_KERNELS:
+            with self._lock:
+                if self.pack_rounds_to_nearest is None:
+                    self.pack_rounds_to_nearest = _probe_pack_rounding(self.wgpu, self.wgpu_device)
+            key = dataclasses.replace(key, pack_rounds_to_nearest=self.pack_rounds_to_nearest)
+        return key
+
     def _create_pipeline(self, key: KernelKey):
         device, api = self.wgpu_device, self.wgpu
         module = create_shader_module(api, device, key.shader, shader_source(key), self.runtime_checks)
@@ -189,6 +202,57 @@ class Device:
             label=key.shader, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
             compute={"module": module, "entry_point": "main"})
         return pipeline, layout
+
+
+# float32 values strictly between two float16 normals: halfway (ties, towards an even and an odd neighbour) and
+# an eighth of a unit either side of halfway, at several exponents (the values float16 MODULUS_FLOOR converts).
+_PACK_PROBE_HALVES = np.array([0x3c00, 0x3c01, 0x0400, 0x0401, 0x7bfe, 0x5a5a, 0x2155, 0x46ab], np.uint32)
+
+
+def _pack_probe_values() -> np.ndarray:
+    base = (_PACK_PROBE_HALVES.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32))
+    # float16's unit is 2^13 of float32's at these normals: halfway is + 0x1000, an eighth either side +- 0x200
+    return np.concatenate([base + 0x1000, base + 0x0e00, base + 0x1200]).view(np.float32)
+
+
+_PACK_PROBE_SHADER = """
+@group(0) @binding(0) var<storage, read> values: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read_write> packed: array<u32>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (id.x < arrayLength(&packed)) {
+        packed[id.x] = pack2x16float(values[id.x]);
+    }
+}
+"""
+
+
+def _probe_pack_rounding(api, device) -> bool:
+    """Whether the device's pack2x16float rounds float32 values between two float16 normals to the nearer, ties to
+    the even one, as NumPy's conversion does. WGSL lets it round either way; float16 MODULUS_FLOOR rounds its
+    results on their bits first where it does not (KernelKey.pack_rounds_to_nearest). The values come from a
+    buffer, so that no compiler can fold the conversions."""
+    values = _pack_probe_values()
+    pairs = values.size // 2
+    usage = api.BufferUsage
+    source = device.create_buffer_with_data(data=values.tobytes(), usage=usage.STORAGE)
+    result = device.create_buffer(size=pairs * 4, usage=usage.STORAGE | usage.COPY_SRC)
+    module = device.create_shader_module(code=_PACK_PROBE_SHADER)
+    pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+    bind_group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+        {"binding": 0, "resource": {"buffer": source}}, {"binding": 1, "resource": {"buffer": result}}])
+    encoder = device.create_command_encoder()
+    compute_pass = encoder.begin_compute_pass()
+    compute_pass.set_pipeline(pipeline)
+    compute_pass.set_bind_group(0, bind_group)
+    compute_pass.dispatch_workgroups(-(-pairs // 64))
+    compute_pass.end()
+    device.queue.submit([encoder.finish()])
+    got = np.frombuffer(device.queue.read_buffer(result), np.uint32)
+    source.destroy()
+    result.destroy()
+    return bool(np.array_equal(got.view(np.uint16), values.astype(np.float16).view(np.uint16)))
 
 
 @dataclass(frozen=True)
@@ -350,12 +414,11 @@ class CompiledOperator:
             for operand, (slot, window, es) in enumerate(zip(slots, windows, element_sizes)):
                 # A linear operand moves in whole chunks or words, so it must start on a 16-byte boundary.
                 linear[slot] = it.is_linear(operand) and (window.base_element * es) % 16 == 0
-            key = KernelKey(
+            key = device.kernel_key(
                 shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
                 rank=it.rank, linear=tuple(linear), input_placement=tuple(placement),
                 output_chunks=output_chunks,
-                constants=tuple(sorted(spec.shader_constants(self.desc).items())),
-                workgroup_size=device.workgroup_size)
+                constants=tuple(sorted(spec.shader_constants(self.desc).items())))
             if not key.reads_linear_words:
                 # A linear input whose window can be whole chunks inside its buffer needs no word view (its units
                 # read chunks; a partial last unit reads its words through the chunk view): a dispatch then binds

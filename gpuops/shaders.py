@@ -77,6 +77,10 @@ SIGNED_BY_RECIPROCALS = frozenset({"modulus_floor.wgsl"})
 # the rows (a table's entries, reciprocals) made no difference beside the loads.
 DIVISOR_ROW_TYPES = frozenset({DataType.INT8, DataType.INT64})
 
+# Kernels that convert inexact float32 results to float16 (lib/f16_bits.wgsl: MODULUS_FLOOR's r + b) and so depend
+# on how pack2x16float rounds (KernelKey.pack_rounds_to_nearest).
+PACK_ROUNDING_KERNELS = frozenset({("modulus_floor.wgsl", DataType.FLOAT16)})
+
 # Libraries in wgsl/lib/ a divider (KernelKey.divider) is built on.
 DIVIDER_LIBRARIES: dict[str, tuple[str, ...]] = {"divide_by_estimate.wgsl": ("rem_by_estimate.wgsl",)}
 
@@ -114,6 +118,9 @@ class KernelKey:
     divisor_rows: bool = False  # ROWS, row_group > 1: b alone is the same on every row, loaded once for the
     # group's rows, whose dividends are loaded before any is divided (DIVISOR_ROWS in wgsl/binary.wgsl)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
+    # float16 MODULUS_FLOOR: the device's pack2x16float rounds an inexact float32 value to nearest, ties to even
+    # (Device.pack_rounds_to_nearest), so results need no rounding of their own first (lib/f16_bits.wgsl)
+    pack_rounds_to_nearest: bool = False
     workgroup_size: int = WORKGROUP_SIZE
     units_per_invocation: int = UNITS_PER_INVOCATION
 
@@ -275,6 +282,7 @@ def prelude(key: KernelKey) -> str:
         f"const ROWS: bool = {str(key.rows).lower()};",
         f"const ROW_GROUP: u32 = {key.row_group}u;",
         f"const DIVISOR_ROWS: bool = {str(key.divisor_rows).lower()};",
+        f"const F16_PACK_ROUNDS_TO_NEAREST: bool = {str(key.pack_rounds_to_nearest).lower()};",
         f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
     ]

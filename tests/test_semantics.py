@@ -8,7 +8,7 @@ import pytest
 
 from gpuops import DataType
 
-from .dml import make_desc, run_and_check
+from .dml import device_with, kernel_keys, make_desc, run_and_check
 from .reference import (
     BINARY,
     assert_same_bits,
@@ -171,3 +171,32 @@ def test_modulus_float_path_boundaries(device, dtype):
     for operator in sorted(BINARY):
         got = run_numpy_api(operator, None, data_type, a, b, device=device)
         assert_same_bits(got, reference(operator, None, data_type, a, b), a, b)
+
+
+@pytest.mark.parametrize("pack_rounds", [False, True], ids=["rounded-on-bits", "pack-rounds"])
+def test_float16_modulus_floor_rounding(device, monkeypatch, pack_rounds):
+    """float16 MODULUS_FLOOR's results where |a| < |b| and the signs differ are b + a rounded from float32 to float16
+    as NumPy rounds (to nearest, ties to even). pack2x16float may round either way (WGSL), so the kernel rounds on
+    the bits first unless the device's probe found pack2x16float rounding so itself (Device.pack_rounds_to_nearest,
+    KernelKey.pack_rounds_to_nearest). Both paths, on every divisor exponent, with dividends a unit, a half unit
+    (ties) and a quarter unit of the divisor's exponent away from a few units of the sum's last place; the path
+    that trusts pack2x16float only where the probe found it trustworthy."""
+    if pack_rounds and not device_with(device).kernel_key(
+            shader="modulus_floor.wgsl", input_type=DataType.FLOAT16, output_type=DataType.FLOAT16, rank=1,
+            linear=(True, True, True), input_placement=("separate", "separate")).pack_rounds_to_nearest:
+        pytest.skip(f"pack2x16float does not round to nearest, ties to even, on {device.adapter_name}")
+    rng = np.random.default_rng(1616)
+    divisors = np.array([s * 2.0 ** e for e in range(-14, 16) for s in (1.0, 1.5, 1.999)], np.float64)
+    # dividends below the divisor by a few of its units' fractions: the sum b + a falls between float16 values
+    small = np.array([2.0 ** -k for k in range(1, 25)] + list(rng.random(8)), np.float64)
+    b = np.repeat(divisors, small.size).astype(np.float16)
+    a = -(np.tile(small, divisors.size) * np.repeat(divisors, small.size)).astype(np.float16)
+    keep = (a != 0) & np.isfinite(a) & np.isfinite(b)
+    a, b = a[keep], b[keep]
+    a = np.concatenate([a, -a]).astype(np.float16)
+    b = np.concatenate([b, -b]).astype(np.float16)
+    rounded = device_with(device, pack_rounds_to_nearest=pack_rounds)
+    keys = kernel_keys(rounded, monkeypatch)
+    got = run_numpy_api("ELEMENT_WISE_MODULUS_FLOOR", None, DataType.FLOAT16, a, b, device=rounded)
+    assert_same_bits(got, reference("ELEMENT_WISE_MODULUS_FLOOR", None, DataType.FLOAT16, a, b), a, b)
+    assert keys and all(key.pack_rounds_to_nearest == pack_rounds for key in keys)

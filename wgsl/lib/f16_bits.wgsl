@@ -46,9 +46,9 @@ struct F16PairResult {
 // - Python's modulus: the same step on the dividend given the sign of a * b, its estimate moved up (below), gives
 //   the divisor's-sign remainder's magnitude directly: exact, or (a dividend below the divisor of the other sign)
 //   the float32 sum NumPy rounds from, rounded once by the GPU's correctly rounded float32 arithmetic. WGSL leaves
-//   the rounding of an inexact float32 value to float16 to the implementation, so the value is first rounded in
-//   float32 arithmetic to the nearest float16 value, ties to even (below): pack2x16float then has one valid
-//   answer. Every result takes the divisor's sign.
+//   the rounding of an inexact float32 value to float16 to the implementation: pack2x16float rounds it where the
+//   device was found to round to nearest, ties to even, and the value is rounded on its bits first elsewhere
+//   (below). Every result takes the divisor's sign.
 // - pack2x16float is given the usual lanes' exact results only (zero for other lanes, which may hold inf or NaN
 //   from operands that do not count, and whose bits are never used), so it never sees a value WGSL leaves
 //   indeterminate.
@@ -58,7 +58,8 @@ struct F16PairResult {
 // - a usual lane's result kept beside an unusual one, which alone goes lane by lane (a warp runs that path for
 //   a lane position where one of its invocations needs it, no longer for every word): MODULUS_TRUNCATE
 //   3476 -> 3654, MODULUS_FLOOR 2677 -> 2871; MODULUS_FLOOR's rounding in float32 arithmetic and pack2x16float in
-//   place of rounding the bits: 2871 -> 3231; inf, NaN and zero divisors by rule in the lane-by-lane path
+//   place of rounding the bits: 2871 -> 3231 (the compilers had folded that rounding away, below: pack2x16float
+//   rounded); inf, NaN and zero divisors by rule in the lane-by-lane path
 //   (f16_remainder_bits): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for
 //   one correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session); MODULUS_FLOOR on the dividend given the
 //   sign of a * b, with no move afterwards: 3580 -> 3752 / 3536 -> 3641 (sixteenth session);
@@ -110,14 +111,22 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     var exact = rest;  // a float16 value where the lane is usual
     var sign = a & F16_PAIR_SIGNS;
     if (floored) {
-        // rest to the nearest float16 value, ties to even, in float32 arithmetic. For rest in [2^e, 2^(e + 1)) the
-        // sum with 1.5 * 2^(e + 13) stays in that addend's binade, whose unit in the last place is 2^(e - 10),
-        // float16's unit at rest; WGSL's `+` is correctly rounded (to nearest, ties to even), and the addend is an
-        // even multiple of that unit, so the sum is rest rounded as float16 rounds, plus the addend; subtracting it
-        // again is exact (a result rounded up to 2^(e + 1) is a float16 value too). A zero stays zero (its addend,
-        // 1.5 * 2^-114, is normal).
-        let addend = bitcast<vec2<f32>>((bits & vec2<u32>(0x7f800000u)) + vec2<u32>(0x06c00000u));
-        exact = (abs(rest) + addend) - addend;  // abs: x = -0 leaves rest = -0, whose result is +0 (b's sign added)
+        // rest to the nearest float16 value, ties to even, as NumPy rounds it. WGSL lets pack2x16float round an
+        // inexact value either way, so where the device's probe did not find it rounding to nearest, ties to even
+        // (F16_PACK_ROUNDS_TO_NEAREST, KernelKey.pack_rounds_to_nearest), the value is rounded on its bits first:
+        // float32's significand cut to float16's 10 bits after adding half float16's unit less one and the kept
+        // part's lowest bit (a carry into the exponent is the right rounding). rest is zero (which stays zero;
+        // abs: x = -0 leaves rest = -0, whose result is +0, b's sign added) or, in a usual lane, at least 2^-14,
+        // where float16's unit is float32's times 2^13, and below y, so the rounded value is at most y. That costs
+        // float16 MODULUS_FLOOR a tenth of its speed on an H200 (3865-3896 -> 3499 GB/s), where pack2x16float
+        // rounds to nearest, ties to even, itself. Rounding in float32 arithmetic, as (rest + c) - c, is no way
+        // out: NVIDIA's and Mesa's shader compilers fold the sum back to rest (twentieth session).
+        exact = abs(rest);
+        if (!F16_PACK_ROUNDS_TO_NEAREST) {
+            let magnitude = bitcast<vec2<u32>>(exact);
+            let lowest_kept = (magnitude >> vec2<u32>(13u)) & vec2<u32>(1u);
+            exact = bitcast<vec2<f32>>((magnitude + vec2<u32>(0x0fffu) + lowest_kept) & vec2<u32>(0xffffe000u));
+        }
         sign = b & F16_PAIR_SIGNS;
     }
     // Only a usual lane's exact result reaches pack2x16float; other lanes give it zero (their bits are not used), so
