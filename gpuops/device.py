@@ -183,11 +183,15 @@ class Device:
         """The KernelKey of these fields, with the device's own settings that the kernel's text depends on."""
         key = KernelKey(workgroup_size=self.workgroup_size, **fields)
         if (key.shader, key.input_type) in shaders.PACK_ROUNDING_KERNELS:
-            with self._lock:
-                if self.pack_rounds_to_nearest is None:
-                    self.pack_rounds_to_nearest = _probe_pack_rounding(self.wgpu, self.wgpu_device)
-            key = dataclasses.replace(key, pack_rounds_to_nearest=self.pack_rounds_to_nearest)
+            key = dataclasses.replace(key, pack_rounds_to_nearest=self.probe_pack_rounding())
         return key
+
+    def probe_pack_rounding(self) -> bool:
+        """pack_rounds_to_nearest, probed on the device the first time it is asked (unless set)."""
+        with self._lock:
+            if self.pack_rounds_to_nearest is None:
+                self.pack_rounds_to_nearest = _probe_pack_rounding(self.wgpu, self.wgpu_device)
+            return self.pack_rounds_to_nearest
 
     def _create_pipeline(self, key: KernelKey):
         device, api = self.wgpu_device, self.wgpu
@@ -206,11 +210,11 @@ class Device:
 
 # float32 values strictly between two float16 normals: halfway (ties, towards an even and an odd neighbour) and
 # an eighth of a unit either side of halfway, at several exponents (the values float16 MODULUS_FLOOR converts).
-_PACK_PROBE_HALVES = np.array([0x3c00, 0x3c01, 0x0400, 0x0401, 0x7bfe, 0x5a5a, 0x2155, 0x46ab], np.uint32)
+_PACK_PROBE_HALVES = np.array([0x3c00, 0x3c01, 0x0400, 0x0401, 0x7bfe, 0x5a5a, 0x2155, 0x46ab], np.uint16)
 
 
 def _pack_probe_values() -> np.ndarray:
-    base = (_PACK_PROBE_HALVES.astype(np.uint16).view(np.float16).astype(np.float32).view(np.uint32))
+    base = _PACK_PROBE_HALVES.view(np.float16).astype(np.float32).view(np.uint32)
     # float16's unit is 2^13 of float32's at these normals: halfway is + 0x1000, an eighth either side +- 0x200
     return np.concatenate([base + 0x1000, base + 0x0e00, base + 0x1200]).view(np.float32)
 
@@ -624,8 +628,8 @@ def _row_group(key: KernelKey, it: Iteration, input_count: int) -> dict[str, obj
     """The KernelKey fields of a ROWS kernel that takes groups of rows, or {}. Where every input is the same on
     every row of the innermost dimension (zero strides outside it), the rows' results are equal: each unit is
     computed once for several rows (replicated). Where the divisor b alone is, and its type gains by it
-    (KernelKey.takes_divisor_rows), each invocation divides a unit's column in several rows at once (DIVISOR_ROWS). The
-    caller asks only where no input is read through the output's binding."""
+    (KernelKey.takes_divisor_rows), each invocation divides a unit's column in several rows at once
+    (DIVISOR_ROWS). The caller asks only where no input is read through the output's binding."""
     if it.rank < 2:
         return {}
     same = [not any(it.strides[i][:-1]) for i in range(input_count)]

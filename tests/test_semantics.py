@@ -181,9 +181,7 @@ def test_float16_modulus_floor_rounding(device, monkeypatch, pack_rounds):
     KernelKey.pack_rounds_to_nearest). Both paths, on every divisor exponent, with dividends a unit, a half unit
     (ties) and a quarter unit of the divisor's exponent away from a few units of the sum's last place; the path
     that trusts pack2x16float only where the probe found it trustworthy."""
-    if pack_rounds and not device_with(device).kernel_key(
-            shader="modulus_floor.wgsl", input_type=DataType.FLOAT16, output_type=DataType.FLOAT16, rank=1,
-            linear=(True, True, True), input_placement=("separate", "separate")).pack_rounds_to_nearest:
+    if pack_rounds and not device_with(device).probe_pack_rounding():
         pytest.skip(f"pack2x16float does not round to nearest, ties to even, on {device.adapter_name}")
     rng = np.random.default_rng(1616)
     divisors = np.array([s * 2.0 ** e for e in range(-14, 16) for s in (1.0, 1.5, 1.999)], np.float64)

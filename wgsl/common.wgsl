@@ -129,8 +129,8 @@ fn row_offsets(row: u32) -> vec3<u32> {
 // grid's x counts blocks of one row, y and z count groups of ROW_GROUP rows. A unit's offsets are then its row's
 // plus a step along the row, with no division per unit (a broadcast operand's kernel spent most of its time on
 // that division). Where every input is the same on every row (ROW_GROUP > 1, see device._row_group), a
-// unit's results are computed once and stored to each row of the group; where b alone is (DIVISOR_ROWS), its
-// divisors are prepared once for the group's rows (binary.wgsl).
+// unit's results are computed once and stored to each row of the group; where b alone is (DIVISOR_ROWS), b's unit
+// is loaded once and the group's rows are divided by it, their dividends loaded first (binary.wgsl).
 fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
     if (first_row >= params.row_count) {

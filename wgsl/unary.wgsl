@@ -8,15 +8,7 @@ fn compute(a: InElem, b: InElem) -> OutElem {
     return op(a);
 }
 
-// A one-input operator has no divisor, and its kernels never set DIVISOR_ROWS (binary.wgsl): each row's unit on
-// its own, as ROW_GROUP 1 runs it.
+// A one-input operator has no divisor, and its kernels never set DIVISOR_ROWS: common.wgsl's call of this
+// (binary.wgsl's) is a branch on that constant, never taken here.
 fn run_divisor_rows(first_row: u32, column: u32, offsets: vec3<u32>, step: vec3<u32>) {
-    let row_size = dim_size(RANK - 1u);
-    for (var r = 0u; r < ROW_GROUP; r += 1u) {
-        let row = first_row + r;
-        if (row >= params.row_count) {
-            break;
-        }
-        run_full_unit(row * row_size + column, UnitStart(row_offsets(row) + column * step, true));
-    }
 }
