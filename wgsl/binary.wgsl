@@ -12,26 +12,45 @@ fn compute(a: InElem, b: InElem) -> OutElem {
 // invocation loads its unit of b once and divides the unit's column in the group's four rows (ROW_GROUP, 4 wherever
 // DIVISOR_ROWS is set) by it. The four rows' dividends are loaded before any is divided: with b read from the
 // cache, a warp that loaded one row's unit at a time kept too few loads in flight to cover the memory's latency
-// (gpuops/shaders.py: DIVISOR_ROW_TYPES). A partial last group takes its last row again in place of the rows it
-// lacks: the same results to the same place, stored by the one invocation that owns them. The stores are not
-// skipped there, because a branch around them let the shader compiler move the loads after the first rows' work
-// (int8 MODULUS_TRUNCATE ran 2811-2819 -> 2946-2962 GB/s on an H200 without the branches).
-fn run_divisor_rows(first_row: u32, column: u32, offsets: vec3<u32>, step: vec3<u32>) {
+// (gpuops/shaders.py: DIVISOR_ROW_TYPES). The entry point comes here before the workgroup is prepared
+// (prepare_workgroup: the 8-bit division table), which happens after the loads, so that the table's fill and its
+// barrier run while the loads are in flight: broadcast int8 modulus ran 3005-3031 -> 3102-3140 GB/s on an H200 this
+// way (twenty-first session). Every invocation reaches the barrier: a lane past its row's end loads the row's last
+// unit and stores nothing. A partial last group takes its last row again in place of the rows it lacks: the same
+// results to the same place, stored by the one invocation that owns them. Those stores are not skipped, because a
+// branch around them let the shader compiler move the loads after the first rows' work (int8 MODULUS_TRUNCATE ran
+// 2811-2819 -> 2946-2962 GB/s on an H200 without the branches).
+fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
+    let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
+    if (first_row >= params.row_count) {
+        return;  // the grid's surplus: whole workgroups, before the barrier
+    }
     let row_size = dim_size(RANK - 1u);
+    let step = dim_strides(RANK - 1u);
     let last = params.row_count - 1u;
     let rows = min(vec4<u32>(first_row) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(last));
-    let firsts = rows * row_size + vec4<u32>(column);
-    let s0 = UnitStart(offsets + column * step, true);
-    let s1 = UnitStart(row_offsets(rows.y) + column * step, true);
-    let s2 = UnitStart(row_offsets(rows.z) + column * step, true);
-    let s3 = UnitStart(row_offsets(rows.w) + column * step, true);
-    let b = unit_input(OPERAND_B, B_LINEAR, firsts.x, s0.offsets);
-    let a0 = unit_input(OPERAND_A, A_LINEAR, firsts.x, s0.offsets);
-    let a1 = unit_input(OPERAND_A, A_LINEAR, firsts.y, s1.offsets);
-    let a2 = unit_input(OPERAND_A, A_LINEAR, firsts.z, s2.offsets);
-    let a3 = unit_input(OPERAND_A, A_LINEAR, firsts.w, s3.offsets);
-    store_unit(firsts.x, s0, unit_results_of(a0, b));
-    store_unit(firsts.y, s1, unit_results_of(a1, b));
-    store_unit(firsts.z, s2, unit_results_of(a2, b));
-    store_unit(firsts.w, s3, unit_results_of(a3, b));
+    let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
+    for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
+        let column_wanted = (first_unit + i * WORKGROUP_SIZE) * UNIT;
+        let column = min(column_wanted, row_size - UNIT);
+        let firsts = rows * row_size + vec4<u32>(column);
+        let s0 = UnitStart(row_offsets(rows.x) + column * step, true);
+        let s1 = UnitStart(row_offsets(rows.y) + column * step, true);
+        let s2 = UnitStart(row_offsets(rows.z) + column * step, true);
+        let s3 = UnitStart(row_offsets(rows.w) + column * step, true);
+        let b = unit_input(OPERAND_B, B_LINEAR, firsts.x, s0.offsets);
+        let a0 = unit_input(OPERAND_A, A_LINEAR, firsts.x, s0.offsets);
+        let a1 = unit_input(OPERAND_A, A_LINEAR, firsts.y, s1.offsets);
+        let a2 = unit_input(OPERAND_A, A_LINEAR, firsts.z, s2.offsets);
+        let a3 = unit_input(OPERAND_A, A_LINEAR, firsts.w, s3.offsets);
+        if (i == 0u) {
+            prepare_workgroup(lane);
+        }
+        if (column_wanted < row_size) {
+            store_unit(firsts.x, s0, unit_results_of(a0, b));
+            store_unit(firsts.y, s1, unit_results_of(a1, b));
+            store_unit(firsts.z, s2, unit_results_of(a2, b));
+            store_unit(firsts.w, s3, unit_results_of(a3, b));
+        }
+    }
 }

@@ -129,8 +129,9 @@ fn row_offsets(row: u32) -> vec3<u32> {
 // grid's x counts blocks of one row, y and z count groups of ROW_GROUP rows. A unit's offsets are then its row's
 // plus a step along the row, with no division per unit (a broadcast operand's kernel spent most of its time on
 // that division). Where every input is the same on every row (ROW_GROUP > 1, see device._row_group), a
-// unit's results are computed once and stored to each row of the group; where b alone is (DIVISOR_ROWS), b's unit
-// is loaded once and the group's rows are divided by it, their dividends loaded first (binary.wgsl).
+// unit's results are computed once and stored to each row of the group. (Where b alone is, DIVISOR_ROWS, the entry
+// point runs binary.wgsl's run_divisor_rows on the same grid instead: b's unit loaded once and the group's rows
+// divided by it, their dividends loaded first.)
 fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
     if (first_row >= params.row_count) {
@@ -148,10 +149,6 @@ fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
         let first = first_row * row_size + column;
         if (ROW_GROUP == 1u) {
             run_full_unit(first, UnitStart(offsets + column * step, true));
-            continue;
-        }
-        if (DIVISOR_ROWS) {
-            run_divisor_rows(first_row, column, offsets, step);
             continue;
         }
         let out = unit_results(first, offsets + column * step, true);
@@ -175,6 +172,10 @@ fn run_full_unit(first: u32, start: UnitStart) {
 fn main(@builtin(workgroup_id) group: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
+    if (DIVISOR_ROWS) {
+        run_divisor_rows(group, groups, lane);  // binary.wgsl: prepares the workgroup after its loads
+        return;
+    }
     prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
     if (ROWS) {
         run_row_units(group, groups, lane);

@@ -10,5 +10,5 @@ fn compute(a: InElem, b: InElem) -> OutElem {
 
 // A one-input operator has no divisor, and its kernels never set DIVISOR_ROWS: common.wgsl's call of this
 // (binary.wgsl's) is a branch on that constant, never taken here.
-fn run_divisor_rows(first_row: u32, column: u32, offsets: vec3<u32>, step: vec3<u32>) {
+fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
 }
