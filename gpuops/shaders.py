@@ -64,8 +64,10 @@ UNIT_SHAPES: dict[float, tuple[str, int, int]] = {
 SIGNED_BY_ESTIMATE = frozenset({DataType.INT16})
 # Operators whose int8 remainders come from the table of signed reciprocals (lib/signed_by_reciprocals.wgsl; the others
 # divide magnitudes). On an H200 int8 MODULUS_FLOOR ran 3470 -> 3827 GB/s this way (Dawn 3437 -> 3668) and
-# MODULUS_TRUNCATE 3% slower (3727 -> 3618, Dawn 3641 -> 3511).
-SIGNED_BY_RECIPROCALS = frozenset({"modulus_floor.wgsl"})
+# MODULUS_TRUNCATE at first 3% slower (3727 -> 3618, Dawn 3641 -> 3511); since its lanes are extracted by shifts
+# (twenty-first session) MODULUS_TRUNCATE gains too: broadcast 3084-3102 -> 3149-3159 (Dawn 3277 -> 3344), packed
+# 4194 -> 4228.
+SIGNED_BY_RECIPROCALS = frozenset({"modulus_floor.wgsl", "modulus_truncate.wgsl"})
 
 # Types whose modulus, where the divisor b alone is the same on every row, divides DIVISOR_ROW_GROUP rows at once
 # (KernelKey.divisor_rows): b loaded once, and the rows' dividends all loaded before any is divided. Such a kernel

@@ -582,14 +582,14 @@ def test_int8_remainders_exact_by_either_library(device, monkeypatch, by_recipro
 
 @pytest.mark.parametrize("data_type, divider, libraries", [
     (DataType.UINT8, "divide_by_reciprocals.wgsl", ()),
-    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_reciprocals.wgsl",)),  # (MODULUS_FLOOR's)
+    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_reciprocals.wgsl",)),
     (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
     (DataType.INT16, "divide_plain.wgsl", ("signed_by_estimate.wgsl",)),
     (DataType.FLOAT16, "divide_plain.wgsl", ()),
     (DataType.INT32, "divide_plain.wgsl", ("signed_by_magnitudes.wgsl",)),
 ], ids=str)
 def test_modulus_divides_by_width(data_type, divider, libraries):
-    # 8-bit integers: a table of reciprocals (int8 MODULUS_FLOOR by its signed entries); uint16: a corrected float
+    # 8-bit integers: a table of reciprocals (int8 by its signed entries); uint16: a corrected float
     # estimate; int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
     from gpuops.shaders import SEPARATE, KernelKey, shader_files
     key = KernelKey(shader="modulus_floor.wgsl", input_type=data_type, output_type=data_type, rank=1,

@@ -29,7 +29,7 @@ fn elem_is_negative(x: u32) -> bool {
 }
 
 // C's truncated remainder and Python's modulus in every lane: lib/signed_by_magnitudes.wgsl, or for int16
-// lib/signed_by_estimate.wgsl and for int8 MODULUS_FLOOR lib/signed_by_reciprocals.wgsl, chosen by
+// lib/signed_by_estimate.wgsl and for int8 lib/signed_by_reciprocals.wgsl, chosen by
 // KernelKey.signed_remainder.
 fn lanes_fmod(a: u32, b: u32) -> u32 {
     return signed_lanes_rem(a, b, false);
