@@ -17,7 +17,8 @@ import numpy as np
 
 import gpuops
 from gpuops import backends
-from gpuops.bench.timing import CopyKernel, GpuTimer
+from gpuops.bench.timing import CopyKernel, GpuTimer, record_pass
+from gpuops.bench.torch_compare import torch_cuda
 
 _parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 _parser.add_argument("--mib", type=int, nargs="+", default=[64, 128], help="output sizes in MiB")
@@ -61,12 +62,7 @@ class WriteKernel:
         self.count = size_bytes // 16
 
     def record(self, encoder, timestamp_writes) -> None:
-        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
-                                                     if timestamp_writes else {}))
-        compute_pass.set_pipeline(self.pipeline)
-        compute_pass.set_bind_group(0, self.bind_group)
-        compute_pass.dispatch_workgroups(*self.grid)
-        compute_pass.end()
+        record_pass(encoder, timestamp_writes, self.pipeline, self.bind_group, self.grid)
 
     def check(self, device: gpuops.Device) -> bool:
         got = np.frombuffer(device.wgpu_device.queue.read_buffer(self.dst), np.uint32).reshape(-1, 4)
@@ -88,14 +84,9 @@ def torch_ns(torch, work) -> float:
 
 
 def main() -> None:
-    torch = None
-    try:
-        import torch as _torch
-        if _torch.cuda.is_available():
-            torch = _torch
-            torch.ones(1, device="cuda")  # hold a CUDA context: without it the driver runs Vulkan compute slower
-    except ImportError:
-        pass
+    torch = torch_cuda()
+    if torch is not None:
+        torch.ones(1, device="cuda")  # hold a CUDA context: without it the driver runs Vulkan compute slower
     device = gpuops.Device(backend=ARGS.backend) if ARGS.backend else gpuops.Device()
     print("device", device.adapter_name, backends.backend_name(device.wgpu), "runtime_checks",
           device.runtime_checks, "repeats", ARGS.repeats, flush=True)
@@ -119,9 +110,9 @@ def main() -> None:
         if torch is not None:
             x = torch.ones(size, dtype=torch.uint8, device="cuda")
             y = torch.zeros(size, dtype=torch.uint8, device="cuda")
-            ns = torch_ns(torch, lambda: y.fill_(1))
+            ns = torch_ns(torch, lambda y=y: y.fill_(1))
             print(f"torch fill_ {mib} MiB: {ns / 1000:7.1f} us {size / ns:6.0f} GB/s", flush=True)
-            ns = torch_ns(torch, lambda: y.copy_(x))
+            ns = torch_ns(torch, lambda x=x, y=y: y.copy_(x))
             print(f"torch copy_ {mib} MiB -> {mib} MiB: {ns / 1000:7.1f} us {2 * size / ns:6.0f} GB/s", flush=True)
             del x, y
     if torch is not None:

@@ -130,6 +130,16 @@ class GpuTimer:
         return self._fence
 
 
+def record_pass(encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None, pipeline, bind_group,
+                grid: tuple[int, int, int]) -> None:
+    """One compute pass of one dispatch, stamped with `timestamp_writes` where given (GpuTimer.writes)."""
+    compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes} if timestamp_writes else {}))
+    compute_pass.set_pipeline(pipeline)
+    compute_pass.set_bind_group(0, bind_group)
+    compute_pass.dispatch_workgroups(*grid)
+    compute_pass.end()
+
+
 class CopyKernel:
     """dst = src with vec4<u32> loads and stores: the practical bandwidth roof of a WGSL kernel."""
 
@@ -150,12 +160,7 @@ class CopyKernel:
         self.grid = (min(groups, 65535), -(-groups // 65535), 1)
 
     def record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
-        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
-                                                     if timestamp_writes else {}))
-        compute_pass.set_pipeline(self.pipeline)
-        compute_pass.set_bind_group(0, self.bind_group)
-        compute_pass.dispatch_workgroups(*self.grid)
-        compute_pass.end()
+        record_pass(encoder, timestamp_writes, self.pipeline, self.bind_group, self.grid)
 
     def release(self) -> None:
         self.src.destroy()
