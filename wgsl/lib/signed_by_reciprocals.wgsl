@@ -14,18 +14,18 @@
 // into place (a multiply-add) rather than inserted; and the table holds the entries negated, so that the remainder
 // is one multiply-add with no negation first. Broadcast int8 MODULUS_FLOOR ran 3102-3149 -> 3207-3287 GB/s this way.
 //
-// Why the quotient is exact: the entry is -sign(y) * R (negated, above; write E = sign(y) * R) with R = floor(2^16 / |y|) + 1, so p = x * E (below 2^24
-// in magnitude) is 2^16 (x / y + s e), where s is the sign of x / y and 0 <= e = |x| (R - 2^16 / |y|) / 2^16 <=
-// 128 / 2^16 = 1/512 (e = 0 only for x = 0). Where x / y is not an integer, the integers around it are at least
-// 1 / |y| >= 1/128 away.
+// Why the quotient is exact: write E = sign(y) * R with R = floor(2^16 / |y|) + 1 (the table holds -E, above).
+// p = x * E (below 2^24 in magnitude) is 2^16 (x / y + s e), where s is the sign of x / y and
+// 0 <= e = |x| (R - 2^16 / |y|) / 2^16 <= 128 / 2^16 = 1/512 (e = 0 only for x = 0). Where x / y is not an
+// integer, the integers around it are at least 1 / |y| >= 1/128 away.
 // - floored: p / 2^16 + 1/256 lies in [x / y, x / y + 3/512], short of the next integer up, so its floor,
 //   (p + 256) >> 16 as a signed shift, is floor(x / y).
 // - truncated: for s = +1, p / 2^16 lies in (x / y, x / y + 1/512] and p >> 16 is floor(x / y) = trunc(x / y); for
 //   s = -1, it lies in [x / y - 1/512, x / y), above floor(x / y) and never an integer, so its ceiling,
 //   (p >> 16) + 1, is ceil(x / y) = trunc(x / y). The + 1 is p's sign bit.
 // The table holds the entries negated (lib/divide_by_reciprocals.wgsl: the remainder is then one multiply-add,
-// x + (-q) y), so the quotient is found negated from n = x * (-entry) = -p, with -floor(z) = floor(-z + 1 - 2^-16)
-// for z a multiple of 2^-16:
+// x + (-q) y), so the quotient is found negated from n = x * (-E) = -p, the product with the table's entry, with
+// -floor(z) = floor(-z + 1 - 2^-16) for z a multiple of 2^-16:
 // - floored: -q = -floor((p + 256) / 2^16) = floor((n - 256 + 0xffff) / 2^16) = (n + 0xfeff) >> 16.
 // - truncated: for p >= 0, -q = -floor(p / 2^16) = ceil(n / 2^16) = ((n - 1) >> 16) + 1; for p < 0, n / 2^16 is
 //   never an integer (above), so -q = -ceil(p / 2^16) = floor(n / 2^16) = (n - 1) >> 16. The + 1 where n <= 0 is
