@@ -17,8 +17,9 @@ import numpy as np
 
 import gpuops
 from gpuops import backends
-from gpuops.bench.timing import CopyKernel, GpuTimer, record_pass
+from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.bench.torch_compare import torch_cuda
+from gpuops.device import record_pass
 
 _parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 _parser.add_argument("--mib", type=int, nargs="+", default=[64, 128], help="output sizes in MiB")

@@ -19,6 +19,8 @@ import numpy as np
 import gpuops
 from gpuops import backends
 from gpuops.bench.timing import CopyKernel, GpuTimer
+from gpuops.bench.torch_compare import torch_cuda
+from gpuops.device import record_pass
 
 _parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 _parser.add_argument("--log2", type=int, default=25, help="N = 2^LOG2 results")
@@ -164,14 +166,9 @@ def expected(name, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 
 
 def main():
-    torch = None
-    try:
-        import torch as _torch
-        if _torch.cuda.is_available():
-            torch = _torch
-            torch.ones(1, device="cuda")  # hold a CUDA context: without it the driver runs Vulkan compute slower
-    except ImportError:
-        pass
+    torch = torch_cuda()
+    if torch is not None:
+        torch.ones(1, device="cuda")  # hold a CUDA context: without it the driver runs Vulkan compute slower
     device = gpuops.Device()
     print("device", device.adapter_name, backends.backend_name(device.wgpu), "runtime_checks",
           device.runtime_checks, flush=True)
@@ -199,11 +196,7 @@ def main():
             grid = (min(groups, 65535), -(-groups // 65535), 1)
 
             def record(encoder, writes, pipe=pipe, bg=bg, grid=grid):
-                p = encoder.begin_compute_pass(**({"timestamp_writes": writes} if writes else {}))
-                p.set_pipeline(pipe)
-                p.set_bind_group(0, bg)
-                p.dispatch_workgroups(*grid)
-                p.end()
+                record_pass(encoder, writes, pipe, bg, grid)
 
             wd.queue.write_buffer(dbuf, 0, dst)
             enc = wd.create_command_encoder()

@@ -247,11 +247,7 @@ def _probe_pack_rounding(api, device) -> bool:
     bind_group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
         {"binding": 0, "resource": {"buffer": source}}, {"binding": 1, "resource": {"buffer": result}}])
     encoder = device.create_command_encoder()
-    compute_pass = encoder.begin_compute_pass()
-    compute_pass.set_pipeline(pipeline)
-    compute_pass.set_bind_group(0, bind_group)
-    compute_pass.dispatch_workgroups(-(-pairs // 64))
-    compute_pass.end()
+    record_pass(encoder, None, pipeline, bind_group, (-(-pairs // 64), 1, 1))
     device.queue.submit([encoder.finish()])
     got = np.frombuffer(device.queue.read_buffer(result), np.uint32)
     source.destroy()
@@ -534,6 +530,17 @@ class Batch:
         if exc_type is None and not self._done:
             self.submit()
         self._done = True
+
+
+def record_pass(encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None, pipeline, bind_group,
+                grid: tuple[int, int, int]) -> None:
+    """One compute pass of one dispatch, stamped with `timestamp_writes` where given (bench.timing.GpuTimer.writes):
+    for single kernels outside the operators (the device's probe, the benchmarks' copy and roof kernels)."""
+    compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes} if timestamp_writes else {}))
+    compute_pass.set_pipeline(pipeline)
+    compute_pass.set_bind_group(0, bind_group)
+    compute_pass.dispatch_workgroups(*grid)
+    compute_pass.end()
 
 
 def _dispatch_all(compute_pass, dispatches: tuple[_Dispatch, ...], pipeline=None):

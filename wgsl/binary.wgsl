@@ -29,15 +29,19 @@ fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let step = dim_strides(RANK - 1u);
     let last = params.row_count - 1u;
     let rows = min(vec4<u32>(first_row) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(last));
+    let offsets0 = row_offsets(rows.x);
+    let offsets1 = row_offsets(rows.y);
+    let offsets2 = row_offsets(rows.z);
+    let offsets3 = row_offsets(rows.w);
     let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
     for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
         let column_wanted = (first_unit + i * WORKGROUP_SIZE) * UNIT;
         let column = min(column_wanted, row_size - UNIT);
         let firsts = rows * row_size + vec4<u32>(column);
-        let s0 = UnitStart(row_offsets(rows.x) + column * step, true);
-        let s1 = UnitStart(row_offsets(rows.y) + column * step, true);
-        let s2 = UnitStart(row_offsets(rows.z) + column * step, true);
-        let s3 = UnitStart(row_offsets(rows.w) + column * step, true);
+        let s0 = UnitStart(offsets0 + column * step, true);
+        let s1 = UnitStart(offsets1 + column * step, true);
+        let s2 = UnitStart(offsets2 + column * step, true);
+        let s3 = UnitStart(offsets3 + column * step, true);
         let b = unit_input(OPERAND_B, B_LINEAR, firsts.x, s0.offsets);
         let a0 = unit_input(OPERAND_A, A_LINEAR, firsts.x, s0.offsets);
         let a1 = unit_input(OPERAND_A, A_LINEAR, firsts.y, s1.offsets);

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from ..device import Device
+from ..device import Device, record_pass
 
 # Same grid shape as the operator kernels: consecutive invocations copy consecutive 16-byte chunks, each
 # invocation COPY_CHUNKS_PER_INVOCATION of them, a workgroup-size apart.
@@ -128,16 +128,6 @@ class GpuTimer:
         if not hasattr(self, "_fence"):
             self._fence = self.wgpu_device.create_buffer(size=4, usage=self.device.wgpu.BufferUsage.COPY_SRC)
         return self._fence
-
-
-def record_pass(encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None, pipeline, bind_group,
-                grid: tuple[int, int, int]) -> None:
-    """One compute pass of one dispatch, stamped with `timestamp_writes` where given (GpuTimer.writes)."""
-    compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes} if timestamp_writes else {}))
-    compute_pass.set_pipeline(pipeline)
-    compute_pass.set_bind_group(0, bind_group)
-    compute_pass.dispatch_workgroups(*grid)
-    compute_pass.end()
 
 
 class CopyKernel:
