@@ -643,7 +643,7 @@ def _row_group(key: KernelKey, it: Iteration, input_count: int) -> dict[str, obj
     if all(same):
         return {"row_group": shaders.REPLICATED_ROW_GROUP}
     if same == [False, True] and key.takes_divisor_rows:
-        return {"row_group": shaders.DIVISOR_ROW_GROUP, "divisor_rows": True}
+        return {"row_group": shaders.divisor_row_group(key.input_type), "divisor_rows": True}
     return {}
 
 

@@ -75,9 +75,18 @@ SIGNED_BY_RECIPROCALS = frozenset({"modulus_floor.wgsl", "modulus_truncate.wgsl"
 # cover the memory's latency. On an H200 (twentieth session, docs/performance.md) broadcast int8 MODULUS_FLOOR ran
 # 2710 -> 3005-3057 GB/s this way (Dawn 2825 -> 3344-3414), MODULUS_TRUNCATE 2710 -> 2946-2962 (Dawn 2825 ->
 # 3213-3277), int64 3893 -> 4110-4129 and 4090 -> 4120-4135 (Dawn 3972 -> 4175, 4122 -> 4175-4201). float16's
-# kernel, long already, lost (floor 2889-2913 -> 2539-2555) and keeps one row per unit. Divisors prepared once for
+# kernel, long already, lost with its rows written out (floor 2889-2913 -> 2539-2555), and loops over its rows
+# instead (LOOPED_DIVISOR_ROW_TYPES, below). Divisors prepared once for
 # the rows (a table's entries, reciprocals) made no difference beside the loads.
-DIVISOR_ROW_TYPES = frozenset({DataType.INT8, DataType.INT64})
+DIVISOR_ROW_TYPES = frozenset({DataType.INT8, DataType.INT64, DataType.FLOAT16})
+# Of those, the types whose rows are divided one after the other in a loop, b's unit loaded once before it
+# (DIVISOR_ROWS_LOOPED in wgsl/binary.wgsl): float16, whose kernel is long and bound by its instructions, not by
+# loads in flight, and whose lane-by-lane fallback made four written-out rows slower (above). On an H100 broadcast
+# float16 modulus ran 0.4-1.7% faster in groups of four looped rows than one row per unit (2645-2658 -> 2668-2679
+# GB/s on wgpu-native, Dawn 2777-2801 -> 2825); groups of 8 and 16 rows were slower (2622-2628, 2386-2450). The
+# rest of DIVISOR_ROW_TYPES have their rows written out, their dividends loaded first.
+LOOPED_DIVISOR_ROW_TYPES = frozenset({DataType.FLOAT16})
+LOOPED_DIVISOR_ROW_GROUP = 4
 
 # Kernels that convert inexact float32 results to float16 (lib/f16_bits.wgsl: MODULUS_FLOOR's r + b) and so depend
 # on how pack2x16float rounds (KernelKey.pack_rounds_to_nearest).
@@ -190,6 +199,11 @@ class KernelKey:
         return self.divides and self.input_type in DIVISOR_ROW_TYPES
 
     @property
+    def divisor_rows_looped(self) -> bool:
+        """DIVISOR_ROWS whose rows run in a loop (LOOPED_DIVISOR_ROW_TYPES), not written out four times."""
+        return self.divisor_rows and self.input_type in LOOPED_DIVISOR_ROW_TYPES
+
+    @property
     def reciprocal_table(self) -> bool:
         """8-bit division by a table of reciprocals in workgroup memory (of magnitudes, and signed for int8 where
         SIGNED_BY_RECIPROCALS says), filled once per workgroup.
@@ -234,6 +248,11 @@ class KernelKey:
 # MODULUS_FLOOR, the most instructions per element, 4117-4126 -> 4189-4200 GB/s on wgpu-native and 4201 -> 4274
 # on Dawn (H200, eighteenth session; at two 4180 and 4274; its truncated sibling loses 2% at four, so keeps one).
 LINEAR_MANY_UNITS = frozenset({("modulus_floor.wgsl", DataType.FLOAT32)})
+
+
+def divisor_row_group(data_type: DataType) -> int:
+    """Rows per group of a DIVISOR_ROWS kernel of this type."""
+    return LOOPED_DIVISOR_ROW_GROUP if data_type in LOOPED_DIVISOR_ROW_TYPES else DIVISOR_ROW_GROUP
 
 
 def tuned_units_per_invocation(key: KernelKey) -> int:
@@ -284,6 +303,7 @@ def prelude(key: KernelKey) -> str:
         f"const ROWS: bool = {str(key.rows).lower()};",
         f"const ROW_GROUP: u32 = {key.row_group}u;",
         f"const DIVISOR_ROWS: bool = {str(key.divisor_rows).lower()};",
+        f"const DIVISOR_ROWS_LOOPED: bool = {str(key.divisor_rows_looped).lower()};",
         f"const F16_PACK_ROUNDS_TO_NEAREST: bool = {str(key.pack_rounds_to_nearest).lower()};",
         f"const WORKGROUP_SIZE: u32 = {key.workgroup_size}u;",
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",

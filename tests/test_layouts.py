@@ -9,7 +9,7 @@ import zlib
 import numpy as np
 import pytest
 
-from gpuops import DataType
+from gpuops import DataType, shaders
 
 from .dml import device_with, kernel_keys, make_desc, run_and_check
 from .reference import (
@@ -107,7 +107,7 @@ def row_grid_device(device):
 
 # Types whose modulus divides a group of rows at once where the divisor alone is the same on every row
 # (DIVISOR_ROWS).
-DIVISOR_ROW_TYPES = (DataType.INT8, DataType.INT64)
+DIVISOR_ROW_TYPES = (DataType.INT8, DataType.INT64, DataType.FLOAT16)
 
 ROW_CASES = [pytest.param(case, layout, id=f"{name}-{layout}") for case, name in op_cases() for layout in ROW_LAYOUTS
              if layout != "in-place" or case[2] == case[3]]  # in place: the output's type is the input's
@@ -182,13 +182,13 @@ def _bit_patterns(data_type: DataType, count: int, rng: np.random.Generator) -> 
 @pytest.mark.parametrize("data_type", DIVISOR_ROW_TYPES, ids=lambda t: t.name.lower())
 @pytest.mark.parametrize("operator", sorted(BINARY))
 def test_divisor_rows(device, monkeypatch, operator, data_type, out_step):
-    """DIVISOR_ROWS: a divisor the same on every row is loaded once for a group of four rows, whose dividends are
-    loaded before any is divided (wgsl/binary.wgsl). Row i holds dividend i throughout, for every int8 value (so
-    every int8 pair is divided) or the type's special values, and the divisor row holds every one of them (with
-    random bit patterns up to 256 columns); three more rows of random bit patterns make an odd count of rows:
-    groups of four and a partial last one, which takes its last row again. The output is packed, or every second
-    element (int8: stepped, each unit's span read and written whole) or every third (int8: lanes stored
-    atomically), whose elements between must keep their values."""
+    """DIVISOR_ROWS: a divisor the same on every row is loaded once for a group of rows (wgsl/binary.wgsl): four
+    rows whose dividends are loaded before any is divided, or (float16) the group's rows in a loop. Row i holds
+    dividend i throughout, for every int8 value (so every int8 pair is divided) or the type's special values, and
+    the divisor row holds every one of them (with random bit patterns up to 256 columns); three more rows of random
+    bit patterns make an odd count of rows: whole groups and a partial last one. The output is packed, or every
+    second element (8/16-bit: stepped, each unit's span read and written whole) or every third (8/16-bit: lanes
+    stored atomically), whose elements between must keep their values."""
     rng = np.random.default_rng(1009)
     dividends, divisors = _divisor_rows_values(data_type, rng)
     columns = divisors.size
@@ -201,8 +201,9 @@ def test_divisor_rows(device, monkeypatch, operator, data_type, out_step):
     desc = make_desc(operator, None, data_type, data_type, (rows, columns),
                      {"a_tensor": None, "b_tensor": (0, 1), "output_tensor": out_strides})
     run_and_check(small, desc, rng, lambda t, n: next(values))
-    assert keys and all(key.divisor_rows and key.row_group == 4 for key in keys)
-    assert all((key.out_step == 2) == (out_step == 2 and data_type.size == 1) for key in keys)
+    assert keys and all(key.divisor_rows and key.row_group == shaders.divisor_row_group(data_type)
+                        and key.divisor_rows_looped == (data_type in shaders.LOOPED_DIVISOR_ROW_TYPES) for key in keys)
+    assert all((key.out_step == 2) == (out_step == 2 and data_type.size <= 2) for key in keys)
 
 
 CHUNK_ROW_CASES = [pytest.param(c, id=i) for c, i in op_cases() if i in (

@@ -21,6 +21,10 @@ fn compute(a: InElem, b: InElem) -> OutElem {
 // branch around them let the shader compiler move the loads after the first rows' work (int8 MODULUS_TRUNCATE ran
 // 2811-2819 -> 2946-2962 GB/s on an H200 without the branches).
 fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
+    if (DIVISOR_ROWS_LOOPED) {
+        run_divisor_rows_looped(group, groups, lane);
+        return;
+    }
     let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
     if (first_row >= params.row_count) {
         return;  // the grid's surplus: whole workgroups, before the barrier
@@ -55,6 +59,41 @@ fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
             store_unit(firsts.y, s1, unit_results_of(a1, b));
             store_unit(firsts.z, s2, unit_results_of(a2, b));
             store_unit(firsts.w, s3, unit_results_of(a3, b));
+        }
+    }
+}
+
+// DIVISOR_ROWS_LOOPED (KernelKey.divisor_rows_looped: float16): the group's rows one after the other, b's unit
+// loaded once before them. The rows are not written out one by one as in run_divisor_rows: float16's lane-by-lane
+// fallback (lib/f16_bits.wgsl) would then be copied for every lane of every row (3328 instructions and 53 registers
+// for four rows on an H200, slower than one row per unit: twenty-first session); looped, the kernel keeps one copy
+// (720 instructions, 22 registers on an H100). What it saves is b's load and the unit's addressing per row: NVIDIA's
+// compiler does not move b's own work (its conversion, reciprocal and checks) out of the loop, so every row still
+// computes it. On an H100 broadcast float16 modulus ran 0.4-1.7% faster this way than one row per unit, in each of
+// six interleaved pairs (both backends; groups of 8 and 16 rows were slower: twenty-second session). The loop's
+// count is the group's rows, known only at run time. No workgroup memory, so no barrier: a partial last group
+// simply runs fewer rows.
+fn run_divisor_rows_looped(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
+    let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
+    if (first_row >= params.row_count) {
+        return;  // the grid's surplus
+    }
+    let rows = min(ROW_GROUP, params.row_count - first_row);
+    let row_size = dim_size(RANK - 1u);
+    let step = dim_strides(RANK - 1u);
+    let first_offsets = row_offsets(first_row);
+    let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
+    for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
+        let column = (first_unit + i * WORKGROUP_SIZE) * UNIT;
+        if (column >= row_size) {
+            return;
+        }
+        let b = unit_input(OPERAND_B, B_LINEAR, first_row * row_size + column, first_offsets + column * step);
+        for (var r = 0u; r < rows; r += 1u) {
+            let row = first_row + r;
+            let first = row * row_size + column;
+            let start = UnitStart(row_offsets(row) + column * step, true);
+            store_unit(first, start, unit_results_of(unit_input(OPERAND_A, A_LINEAR, first, start.offsets), b));
         }
     }
 }
