@@ -131,7 +131,7 @@ fn row_offsets(row: u32) -> vec3<u32> {
 // that division). Where every input is the same on every row (ROW_GROUP > 1, see device._row_group), a
 // unit's results are computed once and stored to each row of the group. (Where b alone is, DIVISOR_ROWS, the entry
 // point runs binary.wgsl's run_divisor_rows on the same grid instead: b's unit loaded once and the group's rows
-// divided by it, their dividends loaded first.)
+// divided by it, their dividends loaded first, or for float16 the rows in a loop.)
 fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
     if (first_row >= params.row_count) {
