@@ -25,7 +25,7 @@ fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
         run_divisor_rows_looped(group, groups, lane);
         return;
     }
-    let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
+    let first_row = group_first_row(group, groups);
     if (first_row >= params.row_count) {
         return;  // the grid's surplus: whole workgroups, before the barrier
     }
@@ -37,9 +37,8 @@ fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let offsets1 = row_offsets(rows.y);
     let offsets2 = row_offsets(rows.z);
     let offsets3 = row_offsets(rows.w);
-    let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
     for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
-        let column_wanted = (first_unit + i * WORKGROUP_SIZE) * UNIT;
+        let column_wanted = row_unit_column(group, lane, i);
         let column = min(column_wanted, row_size - UNIT);
         let firsts = rows * row_size + vec4<u32>(column);
         let s0 = UnitStart(offsets0 + column * step, true);
@@ -74,7 +73,7 @@ fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
 // count is the group's rows, known only at run time. No workgroup memory, so no barrier: a partial last group
 // simply runs fewer rows.
 fn run_divisor_rows_looped(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
-    let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
+    let first_row = group_first_row(group, groups);
     if (first_row >= params.row_count) {
         return;  // the grid's surplus
     }
@@ -82,9 +81,8 @@ fn run_divisor_rows_looped(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let row_size = dim_size(RANK - 1u);
     let step = dim_strides(RANK - 1u);
     let first_offsets = row_offsets(first_row);
-    let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
     for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
-        let column = (first_unit + i * WORKGROUP_SIZE) * UNIT;
+        let column = row_unit_column(group, lane, i);
         if (column >= row_size) {
             return;
         }

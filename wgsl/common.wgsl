@@ -125,6 +125,18 @@ fn row_offsets(row: u32) -> vec3<u32> {
     return offsets + rest * dim_strides(0u);
 }
 
+// The ROWS grid (gpuops/device.py: _rows_grid): y and z count groups of ROW_GROUP rows, x counts blocks of one
+// row, WORKGROUP_SIZE * UNITS_PER_INVOCATION units each. The first row of workgroup `group`'s group of rows:
+fn group_first_row(group: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return (group.z * groups.y + group.y) * ROW_GROUP;
+}
+
+// The column (element within its row) where the invocation's unit i starts: consecutive invocations take
+// consecutive units, so every memory access of a warp is coalesced.
+fn row_unit_column(group: vec3<u32>, lane: u32, i: u32) -> u32 {
+    return (group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane + i * WORKGROUP_SIZE) * UNIT;
+}
+
 // ROWS kernels (strided layouts whose innermost dimension holds whole units, at least a workgroup's worth): the
 // grid's x counts blocks of one row, y and z count groups of ROW_GROUP rows. A unit's offsets are then its row's
 // plus a step along the row, with no division per unit (a broadcast operand's kernel spent most of its time on
@@ -133,16 +145,15 @@ fn row_offsets(row: u32) -> vec3<u32> {
 // point runs binary.wgsl's run_divisor_rows on the same grid instead: b's unit loaded once and the group's rows
 // divided by it, their dividends loaded first, or for float16 the rows in a loop.)
 fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
-    let first_row = (group.z * groups.y + group.y) * ROW_GROUP;
+    let first_row = group_first_row(group, groups);
     if (first_row >= params.row_count) {
         return;  // the grid's surplus
     }
     let row_size = dim_size(RANK - 1u);
     let step = dim_strides(RANK - 1u);
     let offsets = row_offsets(first_row);
-    let first_unit = group.x * (WORKGROUP_SIZE * UNITS_PER_INVOCATION) + lane;
     for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
-        let column = (first_unit + i * WORKGROUP_SIZE) * UNIT;
+        let column = row_unit_column(group, lane, i);
         if (column >= row_size) {
             return;
         }
