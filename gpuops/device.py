@@ -13,8 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
+from .adapters import adapter_label, pick_adapter
 from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
                        resolve_runtime_checks)
+from .binding import Binding
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, ValidationError
 from .layout import (Iteration, Window, coalesce, span_in_bytes, split_boxes, units_aligned, units_own_their_words,
@@ -27,44 +29,6 @@ from .validation import validate, validate_bindings
 
 PLAN_CACHE_SIZE = 8192  # dispatch plans (bind groups and their uniform buffers) remembered per device
 COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
-
-
-@dataclass(frozen=True)
-class Binding:
-    """DML_BUFFER_BINDING: a region of a wgpu buffer. `size` None means the rest of the buffer."""
-
-    buffer: wgpu.GPUBuffer
-    offset: int = 0
-    size: int | None = None
-
-    @property
-    def resolved_size(self) -> int:
-        return self.buffer.size - self.offset if self.size is None else self.size
-
-
-def _adapter_label(adapter) -> str:
-    info = adapter.info
-    return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
-
-
-def _pick_adapter(backend, name: str | None):
-    if name is None:
-        adapter = backend.gpu.request_adapter_sync(power_preference="high-performance")
-        if adapter is None:
-            raise DeviceError(f"no WebGPU adapter found by {backend_name(backend)} (install a Vulkan driver, "
-                              "e.g. Debian's mesa-vulkan-drivers)")
-        return adapter
-    adapters = backend.gpu.enumerate_adapters_sync()
-    wanted = name.lower()
-    matches = [a for a in adapters
-               if any(wanted in str(a.info.get(k, "")).lower()
-                      for k in ("device", "description", "vendor", "backend_type", "adapter_type"))]
-    if not matches:
-        known = "; ".join(_adapter_label(a) for a in adapters) or "none"
-        raise DeviceError(f"no adapter matches {name!r}; adapters: {known}")
-    # Native backends before OpenGL, real GPUs before software ones.
-    rank = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
-    return min(matches, key=lambda a: (a.info["backend_type"] == "OpenGL", rank.get(a.info["adapter_type"], 4)))
 
 
 class Device:
@@ -89,7 +53,7 @@ class Device:
         self.runtime_checks = resolve_runtime_checks(self.wgpu, runtime_checks, wgpu_device)
         if wgpu_device is None:
             # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
-            self.adapter = _pick_adapter(self.wgpu, adapter or os.environ.get("GPUOPS_ADAPTER") or None)
+            self.adapter = pick_adapter(self.wgpu, adapter or os.environ.get("GPUOPS_ADAPTER") or None)
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]
@@ -128,7 +92,7 @@ class Device:
 
     @property
     def adapter_name(self) -> str:
-        return _adapter_label(self.adapter)
+        return adapter_label(self.adapter)
 
     @property
     def backend(self) -> str:

@@ -155,7 +155,7 @@ def _output_addresses_distinct(tensor: TensorDesc) -> bool:
 def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device: object) -> None:
     """Refuse, before any GPU work, bindings DirectML would refuse (DML_BUFFER_BINDING rules) and in-place
     requests the operator does not allow. `device` is the gpuops Device the operator was compiled on."""
-    from .device import Binding
+    from .binding import Binding
     from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT
 
     op = f"DML_OPERATOR_{spec.name}"
