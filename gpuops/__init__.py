@@ -3,6 +3,7 @@
 from .api import default_device, is_infinity, is_nan, modulus_floor, modulus_truncate, sign
 from . import backends
 from .device import Batch, Binding, BindingTable, CompiledOperator, Device
+from .plan import DispatchPolicy
 from .enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
 from .errors import DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError
 from .operators import IsInfinityDesc, IsNanDesc, ModulusFloorDesc, ModulusTruncateDesc, SignDesc
@@ -13,6 +14,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceError",
+    "DispatchPolicy",
     "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",
     "IsInfinityDesc", "IsInfinityMode", "IsNanDesc", "ModulusFloorDesc", "ModulusTruncateDesc", "SignDesc",
     "TensorDesc", "TensorFlags", "ValidationError", "default_device", "is_infinity", "is_nan", "modulus_floor",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 import threading
 from collections import OrderedDict
@@ -19,11 +17,10 @@ from .backends import (backend_name, backend_of, create_shader_module, load_back
 from .binding import Binding
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, ValidationError
-from .layout import (Iteration, Window, coalesce, span_in_bytes, split_boxes, units_aligned, units_own_their_words,
-                     window_for)
 from .operators import OperatorSpec, spec_of
 from . import shaders
-from .shaders import CHUNKS, READ, SEPARATE, SHARED, VIA_OUTPUT, KernelKey, shader_source
+from .plan import BoundRegion, DispatchPlan, DispatchPolicy, KernelKey, PlanLimits, operands_of, plan_dispatches
+from .shaders import READ, shader_source
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
 
@@ -36,10 +33,15 @@ class Device:
 
     def __init__(self, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4,
                  adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
-                 backend: str | None = None, runtime_checks: bool | None = None):
+                 backend: str | None = None, runtime_checks: bool | None = None,
+                 policy: DispatchPolicy | None = None):
         """`runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
         backends.py). None (the default, or $GPUOPS_RUNTIME_CHECKS) leaves it out where the backend can;
-        `self.runtime_checks` says what this device does."""
+        `self.runtime_checks` says what this device does. `policy`: the dispatch's tuning knobs (DispatchPolicy;
+        the defaults are the measured choices and the adapter's limits)."""
+        if policy is not None and not isinstance(policy, DispatchPolicy):
+            raise TypeError(f"policy {policy!r} is not a gpuops.DispatchPolicy")
+        self.policy = policy or DispatchPolicy()
         try:
             self.feature_level = FeatureLevel.parse(feature_level)
         except ValueError as exc:
@@ -62,17 +64,10 @@ class Device:
                 required_limits={k: limits[k] for k in wanted})
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
-        self.max_buffer_size = self.limits["max-buffer-size"]
-        # The two limits the dispatch plan respects. They start at the adapter's values; a test may lower them
-        # on its own Device to exercise splitting and 2-D grids with little data.
-        self.binding_size_limit = self.limits["max-storage-buffer-binding-size"]
-        self.max_workgroups_per_dimension = self.limits["max-compute-workgroups-per-dimension"]
-        # Kernel shape (part of every KernelKey): benchmarks and tests may change them on their own Device.
-        self.workgroup_size = shaders.WORKGROUP_SIZE
-        self.units_per_invocation: int | None = None  # None: shaders.tuned_units_per_invocation
-        # Whether pack2x16float rounds inexact values to nearest, ties to even, as NumPy does: found by a probe the
-        # first time a kernel depends on it (see _probe_pack_rounding); tests may set it to take the other path.
-        self.pack_rounds_to_nearest: bool | None = None
+        self.max_buffer_size = self.policy.max_buffer_size or self.limits["max-buffer-size"]
+        # Whether pack2x16float rounds inexact values to nearest, ties to even, as NumPy does: the policy's answer, or
+        # probed the first time a kernel depends on it (see _probe_pack_rounding).
+        self._pack_rounds_to_nearest = self.policy.pack_rounds_to_nearest
         # Every wgpu call made for this Device happens under this lock: some WebGPU bindings (Dawn's) crash when
         # one device is used from several threads at once.
         self._lock = threading.RLock()
@@ -143,26 +138,30 @@ class Device:
                 found = self._pipelines[key] = self._create_pipeline(key)
             return found
 
-    def kernel_key(self, **fields) -> KernelKey:
-        """The KernelKey of these fields, with the device's own settings that the kernel's text depends on."""
-        key = KernelKey(workgroup_size=self.workgroup_size, **fields)
-        if (key.shader, key.input_type) in shaders.PACK_ROUNDING_KERNELS:
-            key = dataclasses.replace(key, pack_rounds_to_nearest=self.probe_pack_rounding())
-        return key
+    def plan_limits(self, spec: OperatorSpec, input_type) -> PlanLimits:
+        """The limits and facts the planner works with: the adapter's, unless the policy lowers them."""
+        policy = self.policy
+        return PlanLimits(
+            binding_size=policy.binding_size_limit or self.limits["max-storage-buffer-binding-size"],
+            storage_offset_alignment=self.storage_offset_alignment,
+            workgroups_per_dimension=(policy.max_workgroups_per_dimension
+                                      or self.limits["max-compute-workgroups-per-dimension"]),
+            workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation,
+            pack_rounds_to_nearest=spec.type_policy(input_type).pack_rounding and self.probe_pack_rounding())
 
     def probe_pack_rounding(self) -> bool:
-        """pack_rounds_to_nearest, probed on the device the first time it is asked (unless set)."""
+        """Whether pack2x16float rounds as NumPy does: the policy's answer, else probed once on the device."""
         with self._lock:
-            if self.pack_rounds_to_nearest is None:
-                self.pack_rounds_to_nearest = _probe_pack_rounding(self.wgpu, self.wgpu_device)
-            return self.pack_rounds_to_nearest
+            if self._pack_rounds_to_nearest is None:
+                self._pack_rounds_to_nearest = _probe_pack_rounding(self.wgpu, self.wgpu_device)
+            return self._pack_rounds_to_nearest
 
     def _create_pipeline(self, key: KernelKey):
         device, api = self.wgpu_device, self.wgpu
         module = create_shader_module(api, device, key.shader, shader_source(key), self.runtime_checks)
         entries = [{"binding": 0, "visibility": api.ShaderStage.COMPUTE,
                     "buffer": {"type": api.BufferBindingType.uniform}}]
-        for binding, _, access, _ in key.bindings():
+        for binding, _, access, _ in shaders.bindings(key):
             kind = api.BufferBindingType.read_only_storage if access == READ else api.BufferBindingType.storage
             entries.append({"binding": binding, "visibility": api.ShaderStage.COMPUTE, "buffer": {"type": kind}})
         layout = device.create_bind_group_layout(entries=entries)
@@ -251,8 +250,6 @@ class CompiledOperator:
         self.spec: OperatorSpec = spec_of(desc)
         self.tensor_fields: tuple[str, ...] = self.spec.tensor_fields
         self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
-        first = self.tensors[0]
-        self.iteration: Iteration = coalesce(first.sizes, [t.element_strides for t in self.tensors])
 
     def bind(self, bindings: Mapping[str, Binding]) -> BindingTable:
         """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
@@ -331,102 +328,40 @@ class CompiledOperator:
             return None
         return tuple(key)
 
-    def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
-        spec, device = self.spec, self.device
-        ordered = [bindings[name] for name in spec.tensor_fields]
-        inputs, output = ordered[:-1], ordered[-1]
-        # Operand slots in the shader are a, b, out; a unary operator leaves slot b empty.
-        slots = list(range(len(inputs))) + [2]
-        element_sizes = [t.data_type.size for t in self.tensors]
-        # Room for the windows' alignment slack: every bound window stays within the adapter's limit.
-        limit = device.binding_size_limit - device.storage_offset_alignment - 16
-        shares_output = [b.buffer is output.buffer for b in inputs]
-        if any(shares_output):
-            limit //= 2  # an input read through the output's binding widens that window
-        dispatches = []
-        for box in split_boxes(self.iteration, element_sizes, limit):
-            starts = [b.offset + start * es for b, start, es in zip(ordered, box.starts, element_sizes)]
-            spans = [span_in_bytes(box.sizes, st, es) for st, es in zip(box.strides, element_sizes)]
-            windows = [window_for(start, span, es, device.storage_offset_alignment, b.buffer.size)
-                       for b, start, span, es in zip(ordered, starts, spans, element_sizes)]
-            placement = [SEPARATE] * len(inputs)
-            if any(shares_output):
-                # One writable binding per buffer: inputs in the output's buffer are read through the output's
-                # binding, widened to cover them (in place, the regions are the same).
-                covered = [i for i, shared in enumerate(shares_output) if shared] + [len(inputs)]
-                first = min(starts[i] for i in covered)
-                end = max(starts[i] + spans[i] for i in covered)
-                union = window_for(first, end - first, 1, device.storage_offset_alignment, output.buffer.size)
-                if union.size + 16 <= device.binding_size_limit:  # + rounding to whole chunks below
-                    for i in covered:
-                        windows[i] = Window(union.offset, union.size, (starts[i] - union.offset) // element_sizes[i])
-                        if i < len(inputs):
-                            placement[i] = VIA_OUTPUT
-                else:
-                    placement = [SHARED if shared else SEPARATE for shared in shares_output]
-            # The output moves as 16-byte chunks when its window can be whole chunks inside the buffer.
-            out = windows[-1]
-            whole = -(-out.size // 16) * 16
-            output_chunks = out.offset + whole <= output.buffer.size
-            if output_chunks:
-                windows[-1] = Window(out.offset, whole, out.base_element)
-                for i, place in enumerate(placement):
-                    if place == VIA_OUTPUT:
-                        windows[i] = Window(out.offset, whole, windows[i].base_element)
-            it = Iteration(box.sizes, box.strides)
-            linear = [True, True, True]
-            for operand, (slot, window, es) in enumerate(zip(slots, windows, element_sizes)):
-                # A linear operand moves in whole chunks or words, so it must start on a 16-byte boundary.
-                linear[slot] = it.is_linear(operand) and (window.base_element * es) % 16 == 0
-            key = device.kernel_key(
-                shader=spec.shader, input_type=self.tensors[0].data_type, output_type=self.tensors[-1].data_type,
-                rank=it.rank, linear=tuple(linear), input_placement=tuple(placement),
-                output_chunks=output_chunks,
-                constants=tuple(sorted(spec.shader_constants(self.desc).items())))
-            if not key.reads_linear_words:
-                # A linear input whose window can be whole chunks inside its buffer needs no word view (its units
-                # read chunks; a partial last unit reads its words through the chunk view): a dispatch then binds
-                # one view fewer, and WebGPU implementations validate and track every bound view per dispatch (host
-                # time of a batch of small operations).
-                for i, (place, slot) in enumerate(zip(placement, slots)):
-                    whole = -(-windows[i].size // 16) * 16
-                    if place == SEPARATE and linear[slot] and windows[i].offset + whole <= ordered[i].buffer.size:
-                        windows[i] = Window(windows[i].offset, whole, windows[i].base_element)
-                        placement[i] = CHUNKS
-                key = dataclasses.replace(key, input_placement=tuple(placement))
-            separate = all(place in (SEPARATE, CHUNKS) for place in placement)  # no input is read via the output
-            # Inputs read through the output's binding keep the atomics: their words may be written around them.
-            owned = key.atomic_output and separate and units_own_their_words(
-                it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit)
-            # Owned 16-byte chunks are read and written whole: a quarter of the memory instructions of words.
-            chunks_owned = owned and output_chunks and units_own_their_words(
-                it, len(inputs), windows[-1].base_element, element_sizes[-1], key.unit, word_bytes=16)
-            key = dataclasses.replace(key, output_words_owned=owned, output_chunks_owned=chunks_owned)
-            if separate:
-                key = _stepped_output(key, it, len(inputs), windows[-1].base_element, element_sizes[-1])
-            key, grid = _work_shape(key, it, device, _row_group(key, it, len(inputs)) if separate else {})
-            key = _chunk_rows(key, it, slots, windows)
-            dispatches.append(self._dispatch(key, it, slots, ordered, windows, grid))
-        return tuple(dispatches)
+    def dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
+        """The kernels that would run for these bindings (validated first): keys, grids, windows, uniforms. Pure
+        planning: nothing is created on the device (but the pack2x16float probe, once, where a kernel needs it)."""
+        validate_bindings(self.spec, self.desc, bindings, self.device)
+        return self._dispatch_plans(bindings)
 
-    def _dispatch(self, key: KernelKey, it: Iteration, slots: list[int], ordered: list[Binding],
-                  windows: list[Window], grid: tuple[int, int, int]) -> _Dispatch:
+    def _dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
+        ordered = [bindings[name] for name in self.tensor_fields]
+        regions = tuple(BoundRegion(id(b.buffer), b.buffer.size, b.offset) for b in ordered)
+        limits = self.device.plan_limits(self.spec, self.tensors[0].data_type)
+        return plan_dispatches(self.spec, self.desc, self.tensors, regions, limits)
+
+    def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
+        by_operand = dict(zip(operands_of(self.spec), (bindings[name] for name in self.tensor_fields)))
+        return tuple(self._dispatch(plan, by_operand) for plan in self._dispatch_plans(bindings))
+
+    def _dispatch(self, plan: DispatchPlan, by_operand: dict) -> _Dispatch:
         device = self.device
+        key = plan.key
         pipeline, layout = device.pipeline(key)
-        element_count = math.prod(it.sizes)
-        uniforms = _uniform_bytes(it, slots, [w.base_element for w in windows], element_count, key.unit)
         wgpu_device = device.wgpu_device
-        uniform_buffer = wgpu_device.create_buffer_with_data(data=uniforms, usage=device.wgpu.BufferUsage.UNIFORM)
+        uniform_buffer = wgpu_device.create_buffer_with_data(data=plan.uniforms.to_bytes(),
+                                                             usage=device.wgpu.BufferUsage.UNIFORM)
         entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
-        for binding_index, name, access, operand in key.bindings():
-            buffer, offset, size = ordered[operand].buffer, windows[operand].offset, windows[operand].size
+        for binding_index, name, access, operand in shaders.bindings(key):
+            window = plan.windows[operand]
+            buffer, offset, size = by_operand[operand].buffer, window.offset, window.size
             if name.endswith("_chunks"):
                 size -= size % 16
                 if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
                     buffer, offset, size = device.placeholder(access), 0, 16
             entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
-        return _Dispatch(pipeline, bind_group, grid, uniform_buffer)
+        return _Dispatch(pipeline, bind_group, plan.grid_size, uniform_buffer)
 
 
 class _Explained:
@@ -518,107 +453,3 @@ def _dispatch_all(compute_pass, dispatches: tuple[_Dispatch, ...], pipeline=None
         compute_pass.set_bind_group(0, dispatch.bind_group)
         compute_pass.dispatch_workgroups(*dispatch.grid)
     return pipeline
-
-
-def _grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
-    """A grid of at least `groups` workgroups, 2-D where one dimension cannot hold them, with fewer than one row of
-    surplus (the kernel skips it). (A full first row (65535, 2) for 65536 groups launched twice the work's
-    workgroups and cost an H200 a fifth of its float32 bandwidth.)"""
-    rows = -(-groups // per_dimension)
-    return (-(-groups // rows), rows, 1)
-
-
-def _work_shape(key: KernelKey, it: Iteration, device: Device, row_group: dict[str, object]
-                ) -> tuple[KernelKey, tuple[int, int, int]]:
-    """The kernel's units per invocation and grid: ROWS where the layout suits it (in groups of rows where
-    _row_group found some, given as the key's fields), else the flat grid."""
-    def tuned(candidate: KernelKey) -> KernelKey:
-        return dataclasses.replace(candidate, units_per_invocation=device.units_per_invocation
-                                   or shaders.tuned_units_per_invocation(candidate))
-
-    per_dimension = device.max_workgroups_per_dimension
-    if not all(key.linear):
-        for fields in (row_group, {}) if row_group else ({},):
-            candidate = tuned(dataclasses.replace(key, rows=True, **fields))
-            grid = _rows_grid(candidate, it, per_dimension)
-            if grid is not None:
-                return candidate, grid
-    key = tuned(key)
-    units = -(-math.prod(it.sizes) // key.unit)
-    return key, _grid(-(-units // (key.workgroup_size * key.units_per_invocation)), per_dimension)
-
-
-def _rows_grid(key: KernelKey, it: Iteration, per_dimension: int) -> tuple[int, int, int] | None:
-    """The grid of a ROWS kernel (wgsl/common.wgsl): x = blocks of one row of the innermost dimension, y and z =
-    rows, with fewer than one y-row of surplus. None where the layout does not suit one: a single dimension, rows
-    that do not hold whole units (a unit would span two rows), or rows of fewer units than a workgroup has
-    invocations (most of each workgroup would idle)."""
-    row_size = it.sizes[-1]
-    if it.rank < 2 or row_size % key.unit or row_size // key.unit < key.workgroup_size:
-        return None
-    blocks = -(-(row_size // key.unit) // (key.workgroup_size * key.units_per_invocation))
-    rows = -(-math.prod(it.sizes[:-1]) // key.row_group)  # (groups of rows, where an invocation takes several)
-    if blocks > per_dimension or rows > per_dimension**2:
-        return None
-    layers = -(-rows // per_dimension)
-    return (blocks, -(-rows // layers), layers)
-
-
-def _stepped_output(key: KernelKey, it: Iteration, operand: int, base_element: int, element_size: int) -> KernelKey:
-    """The key with OUT_STEP 2 (wgsl/narrow.wgsl's stepped outputs) where an 8/16-bit output bound as chunks has an
-    innermost stride of 2 and every unit's span (its elements and those between them) is aligned: one chunk for
-    units of half a chunk's elements, two words for float32 -> uint8's one-word units. Else the key unchanged. No
-    input may be read through the output's binding (the caller checks).
-
-    A span is aligned where the first element is, every row's start is (outer strides), and no unit crosses a row.
-    Every element then lies at an even position, and as the output's elements do not overlap, no other unit's
-    element lies in a unit's span: each unit owns its span's words."""
-    if (key.wide or key.output_type.size > 2 or key.linear[2] or not key.output_chunks
-            or it.strides[operand][-1] != 2):
-        return key
-    stepped = dataclasses.replace(key, out_step=2)
-    span_chunk = stepped.unit * element_size * 2 == 16
-    if not units_aligned(it, operand, base_element, stepped.unit, (16 if span_chunk else 4) // element_size):
-        return key
-    return dataclasses.replace(stepped, output_words_owned=True, output_chunks_owned=span_chunk)
-
-
-def _chunk_rows(key: KernelKey, it: Iteration, slots: list[int], windows: list[Window]) -> KernelKey:
-    """The key with chunk_rows set for the operands that are not linear but whose every unit lies whole and aligned
-    in its chunks: innermost stride 1, the first element and every row's start (outer strides) aligned to the unit,
-    and rows of whole units, so that no unit crosses a row. The kernel then moves them by chunks with no gather or
-    scatter path (wgsl/common.wgsl: units_whole)."""
-    rows = [False, False, False]
-    for operand, slot in enumerate(slots):
-        rows[slot] = (not key.linear[slot] and it.rank > 1 and it.strides[operand][-1] == 1
-                      and units_aligned(it, operand, windows[operand].base_element, key.unit, key.unit))
-    return dataclasses.replace(key, chunk_rows=tuple(rows))
-
-
-def _row_group(key: KernelKey, it: Iteration, input_count: int) -> dict[str, object]:
-    """The KernelKey fields of a ROWS kernel that takes groups of rows, or {}. Where every input is the same on
-    every row of the innermost dimension (zero strides outside it), the rows' results are equal: each unit is
-    computed once for several rows (replicated). Where the divisor b alone is, and its type gains by it
-    (KernelKey.takes_divisor_rows), each invocation divides a unit's column in several rows at once
-    (DIVISOR_ROWS). The caller asks only where no input is read through the output's binding."""
-    if it.rank < 2:
-        return {}
-    same = [not any(it.strides[i][:-1]) for i in range(input_count)]
-    if all(same):
-        return {"row_group": shaders.REPLICATED_ROW_GROUP}
-    if same == [False, True] and key.takes_divisor_rows:
-        return {"row_group": shaders.divisor_row_group(key.input_type), "divisor_rows": True}
-    return {}
-
-
-def _uniform_bytes(it: Iteration, slots: list[int], bases: list[int], element_count: int, unit: int) -> bytes:
-    """The Params struct of wgsl/common.wgsl."""
-    sizes = np.ones(8, np.uint32)
-    sizes[: it.rank] = it.sizes
-    strides = np.zeros((3, 8), np.uint32)
-    base = np.zeros(4, np.uint32)
-    for operand, slot in enumerate(slots):
-        strides[slot, : it.rank] = it.strides[operand]
-        base[slot] = bases[operand]
-    tail = np.array([element_count, -(-element_count // unit), element_count // it.sizes[-1], 0], np.uint32)
-    return b"".join(a.tobytes() for a in (sizes, strides, base, tail))

@@ -6,11 +6,14 @@ in wgsl/ops/.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Callable, Union
 
-from .enums import FeatureLevel, IsInfinityMode
+from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import ValidationError
+from .plan import Grid
 from .tensor import TensorDesc, frozen_description
 
 
@@ -61,6 +64,30 @@ OperatorDesc = Union[SignDesc, IsNanDesc, IsInfinityDesc, ModulusFloorDesc, Modu
 
 
 @dataclass(frozen=True)
+class TypePolicy:
+    """How an operator's kernel is built for one input type, where that differs from the default. Each choice
+    was measured on the GPUs of docs/performance.md; the default is what every other type runs."""
+
+    # The file in wgsl/lib/ giving the signed remainders of dtype/sint.wgsl (default: signed_by_magnitudes.wgsl,
+    # magnitudes divided and the signs restored). int16 divides float32 values, signs and all, whose quotient is
+    # exact from one rounding; int8 takes a table of signed reciprocals, so a remainder is one multiply-add.
+    signed_remainder: str | None = None
+    # Where b alone is the same on every row: divide a group of rows per invocation, b loaded once
+    # (plan.Grid.DIVISOR_ROWS, the rows written out; DIVISOR_ROWS_LOOPED, in a loop, for a kernel long enough that
+    # four copies of it cost more than they save). None: the plain ROWS grid.
+    divisor_rows: Grid | None = None
+    # Units per invocation in linear kernels whose unit is a whole output chunk (default: one, for the most
+    # workgroups): four where the kernel has enough instructions per element to gain from more work per invocation.
+    linear_units_per_invocation: int | None = None
+    # The kernel converts inexact float32 results to float16 and so depends on how pack2x16float rounds
+    # (plan.KernelKey.pack_rounds_to_nearest).
+    pack_rounding: bool = False
+
+
+DEFAULT_TYPE_POLICY = TypePolicy()
+
+
+@dataclass(frozen=True)
 class OperatorSpec:
     """One operator's row: what it is called, since when it exists, its tensors, its shader."""
 
@@ -75,7 +102,12 @@ class OperatorSpec:
     shader: str  # file under wgsl/ops/
     # What the shader text depends on besides data types and layout: desc field -> WGSL constant.
     shader_constants: Callable[[object], dict[str, int]] = lambda desc: {}
-    divides: bool = False  # its shader divides (lanes_fmod): see KernelKey.divider
+    divides: bool = False  # its shader divides (lanes_fmod): integer types then need a divider (plan.py)
+    # Per input type, where its kernel differs from the default (TypePolicy).
+    type_policies: Mapping[DataType, TypePolicy] = field(default_factory=lambda: MappingProxyType({}))
+
+    def type_policy(self, data_type: DataType) -> TypePolicy:
+        return self.type_policies.get(data_type, DEFAULT_TYPE_POLICY)
 
     @property
     def tensor_fields(self) -> tuple[str, ...]:
@@ -84,6 +116,18 @@ class OperatorSpec:
     @property
     def numpy_name(self) -> str:
         return self.name.removeprefix("ELEMENT_WISE_").lower()
+
+
+def _modulus_policies(floor: bool) -> Mapping[DataType, TypePolicy]:
+    policies = {
+        DataType.INT16: TypePolicy(signed_remainder="signed_by_estimate.wgsl"),
+        DataType.INT8: TypePolicy(signed_remainder="signed_by_reciprocals.wgsl", divisor_rows=Grid.DIVISOR_ROWS),
+        DataType.INT64: TypePolicy(divisor_rows=Grid.DIVISOR_ROWS),
+        DataType.FLOAT16: TypePolicy(divisor_rows=Grid.DIVISOR_ROWS_LOOPED, pack_rounding=floor),
+    }
+    if floor:
+        policies[DataType.FLOAT32] = TypePolicy(linear_units_per_invocation=4)
+    return MappingProxyType(policies)
 
 
 OPERATORS: tuple[OperatorSpec, ...] = (
@@ -96,10 +140,10 @@ OPERATORS: tuple[OperatorSpec, ...] = (
                  lambda desc: {"INFINITY_MODE": int(desc.infinity_mode)}),
     OperatorSpec("ELEMENT_WISE_MODULUS_TRUNCATE", 101, FeatureLevel.LEVEL_2_1, ModulusTruncateDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus_truncate.wgsl", divides=True),
+                 "modulus_truncate.wgsl", divides=True, type_policies=_modulus_policies(floor=False)),
     OperatorSpec("ELEMENT_WISE_MODULUS_FLOOR", 102, FeatureLevel.LEVEL_2_1, ModulusFloorDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus_floor.wgsl", divides=True),
+                 "modulus_floor.wgsl", divides=True, type_policies=_modulus_policies(floor=True)),
 )
 
 _BY_DESC_TYPE = {spec.desc_type: spec for spec in OPERATORS}

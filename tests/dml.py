@@ -15,15 +15,10 @@ from .reference import assert_same_bits, reference
 USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 
 
-def device_with(device: gpuops.Device, **settings) -> gpuops.Device:
-    """A second gpuops.Device on `device`'s WebGPU device (own pipeline and plan caches) with some of its dispatch
-    settings changed, e.g. workgroup_size, units_per_invocation, max_workgroups_per_dimension."""
-    changed = gpuops.Device(wgpu_device=device.wgpu_device)
-    for name, value in settings.items():
-        if not hasattr(changed, name):
-            raise AttributeError(f"gpuops.Device has no setting {name!r}")
-        setattr(changed, name, value)
-    return changed
+def device_with(device: gpuops.Device, **policy) -> gpuops.Device:
+    """A second gpuops.Device on `device`'s WebGPU device (own pipeline and plan caches) with some fields of its
+    DispatchPolicy changed, e.g. workgroup_size, units_per_invocation, max_workgroups_per_dimension."""
+    return gpuops.Device(wgpu_device=device.wgpu_device, policy=gpuops.DispatchPolicy(**policy))
 
 
 def kernel_keys(device: gpuops.Device, monkeypatch) -> list:

@@ -12,10 +12,9 @@ from hypothesis import strategies as st
 
 import gpuops
 from gpuops import Binding, DataType, SignDesc, TensorDesc
-from gpuops.device import _grid, _rows_grid
-from gpuops.layout import Iteration
+from gpuops.plan import Operand, OutputBinding, OutputStore, Placement, flat_grid, rows_grid
 from gpuops.operators import spec_of
-from gpuops.shaders import CHUNKS, SEPARATE, KernelKey
+from gpuops import shaders
 
 from .dml import USAGE, device_with, kernel_keys, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values
@@ -69,10 +68,10 @@ def test_strided_packed_outputs_touch_only_their_elements(device, operator, data
         run_and_check(device, desc, rng, _values(rng), offsets={"output_tensor": offset})
     if data_type.size < 4:  # both store kinds are exercised
         keys = [key for key in device._pipelines if key.shader == spec_of(desc).shader
-                and key.input_type == data_type and not key.linear[2]]
+                and key.input_type == data_type and not key.linear(Operand.OUT)]
         assert not any(key.atomic_output for key in keys if key.rank == 1)  # one dimension: plain stores
         if layout == "stride-2":  # a unit's elements fill its two chunks' every other element: chunk stores
-            assert any(key.output_chunks_owned for key in keys)
+            assert any(key.output_store in (OutputStore.STEPPED, OutputStore.SCATTER_CHUNKS) for key in keys)
         if layout == "padded-permuted":  # three dimensions stay, with words shared between units: atomics
             assert any(key.atomic_output for key in keys if key.rank == 3)
         if layout.startswith("stride"):
@@ -107,7 +106,7 @@ def test_stepped_outputs(device, monkeypatch, case, layout):
     desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
     for offset in out_offsets:
         run_and_check(device, desc, rng, _values(rng), offsets={"output_tensor": offset})
-    assert keys and all((key.out_step == 2) == stepped for key in keys)
+    assert keys and all((key.output_store is OutputStore.STEPPED) == stepped for key in keys)
     if stepped:
         assert all(key.unit * out_type.size * 2 <= 16 and not key.atomic_output for key in keys)
 
@@ -206,8 +205,8 @@ def test_linear_inputs_are_bound_once_as_chunks(device, monkeypatch, case):
     desc = make_desc(operator, mode, in_type, out_type, (37,))
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng))
     words_read = in_type == DataType.FLOAT16 and out_type == DataType.UINT32
-    assert keys[-1].input_placement == (SEPARATE if words_read else CHUNKS,) * keys[-1].input_count
-    layout = keys[-1].bindings()
+    assert keys[-1].placements == (Placement.SEPARATE if words_read else Placement.CHUNKS,) * keys[-1].input_count
+    layout = shaders.bindings(keys[-1])
     assert len(layout) == keys[-1].input_count * (2 if words_read else 1) + 1
 
 
@@ -219,7 +218,7 @@ def test_input_ending_its_buffer_off_a_chunk_keeps_its_word_view(device, monkeyp
     out = _buffer(device, 148)
     desc = make_desc(SIGN, None, DataType.FLOAT32, DataType.FLOAT32, (37,))
     device.compile(desc).execute({"input_tensor": Binding(a), "output_tensor": Binding(out)})
-    assert keys[-1].input_placement == (SEPARATE,)
+    assert keys[-1].placements == (Placement.SEPARATE,)
     assert_same_bits(np.frombuffer(device.wgpu_device.queue.read_buffer(out), np.float32), np.sign(x))
 
 
@@ -288,12 +287,9 @@ def test_more_than_65535_workgroups(device):
 @given(st.integers(1, 2**32), st.integers(1, 65535))
 def test_grid_covers_the_workgroups_with_less_than_a_row_to_spare(groups, per_dimension):
     assume(groups <= per_dimension**2)  # a binding is at most 2^31 bytes: the planner never asks for more
-    x, y, z = _grid(groups, per_dimension)
+    x, y, z = flat_grid(groups, per_dimension)
     assert max(x, y) <= per_dimension and z == 1
     assert groups <= x * y < groups + y
-
-
-UNIT_TYPES = {16: DataType.INT8, 8: DataType.INT16, 4: DataType.INT32, 2: DataType.INT64}  # elements per unit
 
 
 @given(st.integers(1, 5000), st.integers(1, 2**20), st.sampled_from([2, 4, 8, 16]), st.sampled_from([1, 2, 64, 256]),
@@ -302,12 +298,8 @@ def test_rows_grid_covers_every_row_and_unit(rows, row_units, unit, workgroup, u
                                              row_group):
     """The ROWS grid: x blocks cover a row's units, y * z cover the groups of rows with less than one y-row to
     spare, and no dimension passes the limit; layouts it does not suit get None."""
-    key = KernelKey(shader="sign.wgsl", input_type=UNIT_TYPES[unit], output_type=UNIT_TYPES[unit], rank=2,
-                    linear=(False, True, True), input_placement=(SEPARATE,), rows=True, workgroup_size=workgroup,
-                    units_per_invocation=units_per_invocation, row_group=row_group)
-    assert key.unit == unit
     row = row_units * unit
-    grid = _rows_grid(key, Iteration((rows, row), ((0, 1), (row, 1))), per_dimension)  # a broadcast row
+    grid = rows_grid((rows, row), unit, row_group, workgroup, units_per_invocation, per_dimension)
     blocks = -(-row_units // (workgroup * units_per_invocation))
     groups = -(-rows // row_group)
     if row_units < workgroup or blocks > per_dimension or groups > per_dimension**2:
@@ -316,9 +308,9 @@ def test_rows_grid_covers_every_row_and_unit(rows, row_units, unit, workgroup, u
     x, y, z = grid
     assert x == blocks and max(x, y, z) <= per_dimension
     assert groups <= y * z < groups + y
-    ragged = Iteration((rows, row + 1), ((0, 1), (row + 1, 1)))
-    assert _rows_grid(key, ragged, per_dimension) is None  # a unit would span two rows
-    assert _rows_grid(key, Iteration((rows * row,), ((0,), (1,))), per_dimension) is None  # one dimension
+    # a unit would span two rows; one dimension
+    assert rows_grid((rows, row + 1), unit, row_group, workgroup, units_per_invocation, per_dimension) is None
+    assert rows_grid((rows * row,), unit, row_group, workgroup, units_per_invocation, per_dimension) is None
 
 
 def test_lowered_workgroup_limit_uses_the_second_dimension(device):
@@ -534,7 +526,7 @@ def test_regions_of_one_buffer_far_apart(small_limit_device):
     assert_same_bits(got[768:808], np.fmod(heap[0:40], heap[256:296]))
     assert_same_bits(np.delete(got, np.s_[768:808]), np.delete(heap, np.s_[768:808]))
     keys = [k for k in device._pipelines if k.shader == "modulus_truncate.wgsl"]
-    assert any("shared" in k.input_placement for k in keys)
+    assert any(Placement.SHARED in k.placements for k in keys)
 
 
 @pytest.mark.parametrize("data_type,count", [(DataType.FLOAT32, 3), (DataType.INT8, 5), (DataType.INT64, 1),
@@ -558,16 +550,18 @@ def test_output_ending_where_the_buffer_ends(device, data_type, count):
     got = np.frombuffer(device.wgpu_device.queue.read_buffer(out), data_type.numpy_dtype, count)
     with np.errstate(all="ignore"):
         assert_same_bits(got, np.remainder(a, b), a, b)
-    assert any(not k.output_chunks for k in device._pipelines if k.input_type == data_type)
+    assert any(k.output_binding is OutputBinding.WORDS for k in device._pipelines if k.input_type == data_type)
 
 
-@pytest.mark.parametrize("by_reciprocals", [frozenset(), frozenset({"modulus_floor.wgsl", "modulus_truncate.wgsl"})],
-                         ids=["magnitudes", "signed-reciprocals"])
+@pytest.mark.parametrize("by_reciprocals", [False, True], ids=["magnitudes", "signed-reciprocals"])
 def test_int8_remainders_exact_by_either_library(device, monkeypatch, by_reciprocals):
-    # Each operator takes its int8 remainders from one of two libraries (shaders.SIGNED_BY_RECIPROCALS, chosen by
+    # Each operator takes its int8 remainders from one of two libraries (its row's TypePolicy, chosen by
     # measurement); both must be exact for both operators on every pair, so that the choice stays a matter of speed.
-    from gpuops import shaders
-    monkeypatch.setattr(shaders, "SIGNED_BY_RECIPROCALS", by_reciprocals)
+    from gpuops.operators import DEFAULT_TYPE_POLICY, OperatorSpec
+    if not by_reciprocals:
+        chosen = OperatorSpec.type_policy
+        monkeypatch.setattr(OperatorSpec, "type_policy", lambda spec, data_type: DEFAULT_TYPE_POLICY
+                            if data_type == DataType.INT8 else chosen(spec, data_type))
     fresh = device_with(device)  # its own pipeline cache: the KernelKeys are the same, the shader text is not
     keys = kernel_keys(fresh, monkeypatch)
     values = np.arange(-128, 128, dtype=np.int16).astype(np.int8)
@@ -578,67 +572,3 @@ def test_int8_remainders_exact_by_either_library(device, monkeypatch, by_recipro
             assert_same_bits(got, reference(a, b), a, b)
     library = "signed_by_reciprocals.wgsl" if by_reciprocals else "signed_by_magnitudes.wgsl"
     assert keys and all(k.signed_remainder == library for k in keys)
-
-
-@pytest.mark.parametrize("data_type, divider, libraries", [
-    (DataType.UINT8, "divide_by_reciprocals.wgsl", ()),
-    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_reciprocals.wgsl",)),
-    (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
-    (DataType.INT16, "divide_plain.wgsl", ("signed_by_estimate.wgsl",)),
-    (DataType.FLOAT16, "divide_plain.wgsl", ()),
-    (DataType.INT32, "divide_plain.wgsl", ("signed_by_magnitudes.wgsl",)),
-], ids=str)
-def test_modulus_divides_by_width(data_type, divider, libraries):
-    # 8-bit integers: a table of reciprocals (int8 by its signed entries); uint16: a corrected float
-    # estimate; int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
-    from gpuops.shaders import SEPARATE, KernelKey, shader_files
-    key = KernelKey(shader="modulus_floor.wgsl", input_type=data_type, output_type=data_type, rank=1,
-                    linear=(True, True, True), input_placement=(SEPARATE, SEPARATE))
-    files = shader_files(key)
-    assert f"lib/{divider}" in files
-    assert all(f"lib/{name}" in files for name in libraries)
-    optional = {"rem_by_estimate.wgsl", "signed_by_estimate.wgsl", "signed_by_magnitudes.wgsl",
-                "signed_by_reciprocals.wgsl"}
-    assert {name for name in optional if f"lib/{name}" in files} == set(libraries) & optional
-    sign = shader_files(dataclasses.replace(key, shader="sign.wgsl", input_placement=(SEPARATE,)))
-    assert "lib/divide_plain.wgsl" in sign
-    # a signed family that does not divide still includes the magnitudes' remainder (sint.wgsl refers to it)
-    assert ("lib/signed_by_magnitudes.wgsl" in sign) == (data_type.name.startswith("INT"))
-
-
-@pytest.mark.parametrize("case, expected", [
-    ({}, 4),  # float32: a whole output chunk, one input chunk
-    ({"output_type": DataType.UINT8}, 4),  # float32 -> uint8: one input chunk, one output word
-    ({"output_type": DataType.UINT8, "linear": (False, True, False)}, 4),  # strided: measured slower at 16
-    ({"output_type": DataType.UINT8, "linear": (False, True, True), "rows": True}, 4),  # ROWS, not replicated
-    ({"output_type": DataType.UINT8, "linear": (False, True, True), "rows": True, "row_group": 4}, 16),
-    ({"input_type": DataType.FLOAT16, "output_type": DataType.UINT8}, 16),  # half width: one output chunk
-    ({"input_type": DataType.INT64, "output_type": DataType.INT64}, 2),
-], ids=["same-width", "quarter", "quarter-strided", "quarter-rows", "quarter-replicated", "half", "wide"])
-def test_units_as_measured(case, expected):
-    """Elements per unit (shaders.UNIT_SHAPES): float32 -> uint8 takes a whole output chunk only in replicated rows."""
-    key = dataclasses.replace(KernelKey(shader="is_nan.wgsl", input_type=DataType.FLOAT32,
-                                        output_type=DataType.FLOAT32, rank=2, linear=(True, True, True),
-                                        input_placement=(SEPARATE,)), **case)
-    assert key.unit == expected
-
-
-@pytest.mark.parametrize("case, expected", [
-    ({}, 1),  # linear, a whole output chunk per unit
-    ({"input_type": DataType.INT8, "output_type": DataType.INT8}, 4),  # linear, the 8-bit table's fill
-    ({"shader": "is_nan.wgsl", "output_type": DataType.UINT8, "input_placement": (SEPARATE,)}, 4),  # word unit
-    ({"linear": (True, True, False)}, 1),  # a strided output on the flat grid
-    ({"linear": (False, True, True), "input_type": DataType.INT8, "output_type": DataType.INT8}, 1),
-    ({"linear": (True, False, True), "rank": 2, "rows": True}, 4),  # ROWS: row offsets amortised
-    ({"linear": (False, False, True), "rank": 2, "rows": True, "row_group": 4}, 1),  # replicated rows
-    ({"shader": "modulus_floor.wgsl"}, 4),  # linear, but measured faster at four (shaders.LINEAR_MANY_UNITS)
-    ({"shader": "modulus_floor.wgsl", "input_type": DataType.FLOAT16, "output_type": DataType.FLOAT16}, 1),
-], ids=["linear", "linear-table", "linear-word-unit", "strided-out", "strided-table", "rows", "replicated",
-        "linear-many", "linear-many-other-type"])
-def test_units_per_invocation_as_measured(case, expected):
-    # The tuned values (docs/performance.md): what each kind of kernel amortises over its units.
-    from gpuops.shaders import tuned_units_per_invocation
-    key = dataclasses.replace(KernelKey(shader="modulus_truncate.wgsl", input_type=DataType.FLOAT32,
-                                        output_type=DataType.FLOAT32, rank=1, linear=(True, True, True),
-                                        input_placement=(SEPARATE, SEPARATE)), **case)
-    assert tuned_units_per_invocation(key) == expected

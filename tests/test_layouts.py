@@ -9,7 +9,8 @@ import zlib
 import numpy as np
 import pytest
 
-from gpuops import DataType, shaders
+from gpuops import DataType
+from gpuops.plan import Form, Grid, OutputStore
 
 from .dml import device_with, kernel_keys, make_desc, run_and_check
 from .reference import (
@@ -93,6 +94,14 @@ def test_dml_strides(device, case, rank, zero_strides):
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets)
 
 
+DIVISOR_GRIDS = (Grid.DIVISOR_ROWS, Grid.DIVISOR_ROWS_LOOPED)
+
+
+def chunk_rows(key) -> tuple[bool, bool, bool]:
+    """Per operand A, B, OUT: declared to lie in rows of whole aligned units."""
+    return tuple(form is Form.CHUNK_ROWS for form in key.forms)
+
+
 ROW_LAYOUTS = ["row-broadcast", "column-broadcast", "middle-broadcast", "strided-output", "stepped-output",
                "in-place", "replicated"]
 
@@ -151,15 +160,16 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     desc = make_desc(operator, mode, in_type, out_type, shape, strides)
     run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
                   in_place=names[0] if layout == "in-place" else None)
-    assert keys and all(key.rows and (key.row_group > 1) == grouped and key.divisor_rows == divisor_rows
-                        for key in keys)
-    assert all((key.out_step == 2) == (layout == "stepped-output" and out_type.size < 4) for key in keys)
+    assert keys and all(key.grid.rows and (key.row_group > 1) == grouped
+                        and (key.grid in DIVISOR_GRIDS) == divisor_rows for key in keys)
+    assert all((key.output_store is OutputStore.STEPPED) == (layout == "stepped-output" and out_type.size < 4)
+               for key in keys)
     # Inputs in rows of whole aligned units (padded, or broadcast along rows) are declared so, and their kernels
     # hold no gather path; a column-broadcast operand (innermost stride 0) is not, nor is a packed output (linear).
     arity = len(names)
     expected_rows = tuple(slot < arity and not (layout == "column-broadcast" and names[slot] == broadcast)
                           for slot in range(2)) + (layout == "in-place",)
-    assert all(key.chunk_rows == expected_rows for key in keys)
+    assert all(chunk_rows(key) == expected_rows for key in keys)
     plan = list(row_grid_device._plans.values())[-1]
     assert all(dispatch.grid[2] > 1 for dispatch in plan)
 
@@ -201,9 +211,9 @@ def test_divisor_rows(device, monkeypatch, operator, data_type, out_step):
     desc = make_desc(operator, None, data_type, data_type, (rows, columns),
                      {"a_tensor": None, "b_tensor": (0, 1), "output_tensor": out_strides})
     run_and_check(small, desc, rng, lambda t, n: next(values))
-    assert keys and all(key.divisor_rows and key.row_group == shaders.divisor_row_group(data_type)
-                        and key.divisor_rows_looped == (data_type in shaders.LOOPED_DIVISOR_ROW_TYPES) for key in keys)
-    assert all((key.out_step == 2) == (out_step == 2 and data_type.size <= 2) for key in keys)
+    looped = data_type == DataType.FLOAT16
+    assert keys and all(key.grid is (Grid.DIVISOR_ROWS_LOOPED if looped else Grid.DIVISOR_ROWS) for key in keys)
+    assert all((key.output_store is OutputStore.STEPPED) == (out_step == 2 and data_type.size <= 2) for key in keys)
 
 
 CHUNK_ROW_CASES = [pytest.param(c, id=i) for c, i in op_cases() if i in (
@@ -223,7 +233,7 @@ def test_chunk_rows_only_where_every_unit_is_whole(device, monkeypatch, case, ro
     desc = make_desc(operator, mode, in_type, out_type, (4, 64), {name: (row_stride, 1) for name in names})
     # (32 bytes: a whole unit of every type, float16 -> uint8's 16 elements included)
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32})
-    assert keys and all(key.chunk_rows == (row_stride == 96, len(names) == 2 and row_stride == 96, False)
+    assert keys and all(chunk_rows(key) == (row_stride == 96, len(names) == 2 and row_stride == 96, False)
                         for key in keys)
 
 
@@ -246,4 +256,4 @@ def test_replicated_rows_fall_back_to_single_rows(default_shape_device, monkeypa
     assert keys
     for key in keys:
         fits = -(-64 // key.unit // 2) <= 4  # blocks of a row at one unit per invocation
-        assert key.rows and (key.row_group > 1) == fits and (key.units_per_invocation == 1) == fits
+        assert key.grid.rows and (key.row_group > 1) == fits and (key.units_per_invocation == 1) == fits

@@ -1,0 +1,167 @@
+"""The planner on the CPU: every planned dispatch, walked by the footprint model (gpuops/footprint.py), writes
+exactly the output's element bytes, each from its own element's inputs, stays inside its bound views and never
+rewrites without atomics a byte another invocation writes. No GPU: thousands of layouts a run
+(GPUOPS_PLANNER_EXAMPLES raises the count)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import gpuops
+from gpuops import DataType, IsNanDesc, TensorDesc
+from gpuops.footprint import expected_values, footprint_of
+from gpuops.operators import spec_by_name
+from gpuops.plan import (BoundRegion, DispatchPlan, Form, Grid, OutputStore, Placement, PlanLimits, operands_of,
+                         plan_dispatches)
+from gpuops.shaders import shader_files
+
+from .dml import make_desc
+from .layout_strategies import LayoutCase, arrangement, layout_cases
+
+PLANNER_EXAMPLES = int(os.environ.get("GPUOPS_PLANNER_EXAMPLES", "3000"))
+
+
+def plan_case(case: LayoutCase, alignment: int = 256) -> tuple[object, tuple[DispatchPlan, ...], dict, dict]:
+    """(desc, plans, each field's binding offset, each operand's buffer size) of a drawn case."""
+    desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
+    spec = spec_by_name(case.operator)
+    tensors = {name: getattr(desc, name) for name in spec.tensor_fields}
+    placed = arrangement(case, tensors)
+    regions = tuple(BoundRegion(placed.buffer_of[name], placed.buffer_sizes[placed.buffer_of[name]],
+                                placed.offset_of[name]) for name in spec.tensor_fields)
+    policy = case.policy
+    # (a binding limit leaves room for the alignment slack, as every adapter's does)
+    binding_size = (policy.binding_size_limit or 2**27) + alignment + 16
+    limits = PlanLimits(binding_size=binding_size, storage_offset_alignment=alignment,
+                        workgroups_per_dimension=policy.max_workgroups_per_dimension or 65535,
+                        workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation,
+                        pack_rounds_to_nearest=bool(policy.pack_rounds_to_nearest))
+    plans = plan_dispatches(spec, desc, tuple(tensors.values()), regions, limits)
+    operands = operands_of(spec)
+    buffer_sizes = {op: region.buffer_size for op, region in zip(operands, regions)}
+    return desc, plans, {op: placed.offset_of[name] for op, name in zip(operands, spec.tensor_fields)}, buffer_sizes
+
+
+def check_plans(desc, plans, offsets, buffer_sizes) -> None:
+    spec = gpuops.operators.spec_of(desc)
+    operands = operands_of(spec)
+    tensors = tuple(getattr(desc, name) for name in spec.tensor_fields)
+    touched = footprint_of(plans, operands, buffer_sizes)
+    assert not touched.violations, touched.violations[:5]
+    expected = expected_values(tensors, offsets, operands)
+    outside = sorted(set(touched.values) - set(expected))
+    assert not outside, f"bytes outside the output's elements written, e.g. {outside[:8]}"
+    missing = sorted(set(expected) - set(touched.values))
+    assert not missing, f"output bytes never written, e.g. {missing[:8]}"
+    wrong = [b for b in expected if touched.values[b] != expected[b]]
+    assert not wrong, f"bytes given another element's result, e.g. {[(b, touched.values[b], expected[b]) for b in wrong[:3]]}"
+
+
+@settings(max_examples=PLANNER_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+          deadline=None)
+@given(layout_cases() | layout_cases(rows=True), st.sampled_from([256, 32]))
+def test_every_plan_writes_exactly_its_output(case, alignment):
+    desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
+    try:
+        gpuops.validate(desc)
+    except gpuops.ValidationError:
+        assume(False)
+    check_plans(*plan_case(case, alignment))
+
+
+def test_broadcast_row_into_a_stepped_output_with_an_unaligned_pitch():
+    """IS_NAN of one float32 row broadcast over six rows, into every second byte of rows 8196 bytes apart: replicated
+    rows' units are a whole chunk of output (16 elements), so a stepped store would need each row to start on a
+    chunk, and 8196 is not a multiple of 16. The plan must not step (it once stepped with the unit of another grid,
+    writing whole chunks at the wrong place)."""
+    inp = TensorDesc(DataType.FLOAT32, (6, 4096), (0, 1))
+    out = TensorDesc(DataType.UINT8, (6, 4096), (8196, 2))
+    desc = IsNanDesc(inp, out)
+    spec = spec_by_name("ELEMENT_WISE_IS_NAN")
+    regions = (BoundRegion(0, inp.total_tensor_size_in_bytes, 0), BoundRegion(1, out.total_tensor_size_in_bytes + 64, 0))
+    limits = PlanLimits(binding_size=2**27, storage_offset_alignment=256, workgroups_per_dimension=65535)
+    plans = plan_dispatches(spec, desc, (inp, out), regions, limits)
+    assert [p.key.grid for p in plans] == [Grid.REPLICATED_ROWS]
+    assert plans[0].key.output_store is not OutputStore.STEPPED
+    check_plans(desc, plans, {op: 0 for op in operands_of(spec)}, {op: r.buffer_size for op, r in
+                                                                  zip(operands_of(spec), regions)})
+
+
+def _key(operator, in_type, out_type, sizes, strides=None, **limits):
+    desc = make_desc(operator, None, in_type, out_type, sizes, strides)
+    spec = spec_by_name(operator)
+    tensors = tuple(getattr(desc, name) for name in spec.tensor_fields)
+    regions = tuple(BoundRegion(i, t.total_tensor_size_in_bytes + 64, 0) for i, t in enumerate(tensors))
+    limits = PlanLimits(**{"binding_size": 2**27, "storage_offset_alignment": 256,
+                           "workgroups_per_dimension": 65535, **limits})
+    (plan,) = plan_dispatches(spec, desc, tensors, regions, limits)
+    return plan.key
+
+
+MOD_FLOOR, MOD_TRUNC, SIGN, IS_NAN = ("ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WISE_MODULUS_TRUNCATE",
+                                      "ELEMENT_WISE_SIGN", "ELEMENT_WISE_IS_NAN")
+
+
+@pytest.mark.parametrize("data_type, divider, libraries", [
+    (DataType.UINT8, "divide_by_reciprocals.wgsl", ()),
+    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_reciprocals.wgsl",)),
+    (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
+    (DataType.INT16, "divide_plain.wgsl", ("signed_by_estimate.wgsl",)),
+    (DataType.FLOAT16, "divide_plain.wgsl", ()),
+    (DataType.INT32, "divide_plain.wgsl", ("signed_by_magnitudes.wgsl",)),
+], ids=str)
+def test_modulus_divides_by_width(data_type, divider, libraries):
+    # 8-bit integers: a table of reciprocals (int8 by its signed entries); uint16: a corrected float estimate;
+    # int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
+    files = shader_files(_key(MOD_FLOOR, data_type, data_type, (64,)))
+    assert f"lib/{divider}" in files
+    optional = {"rem_by_estimate.wgsl", "signed_by_estimate.wgsl", "signed_by_magnitudes.wgsl",
+                "signed_by_reciprocals.wgsl"}
+    assert {name for name in optional if f"lib/{name}" in files} == set(libraries) & optional
+
+
+@pytest.mark.parametrize("operator, in_type, out_type, sizes, strides, expected", [
+    (SIGN, DataType.FLOAT32, DataType.FLOAT32, (64,), None, 4),  # a whole output chunk
+    (IS_NAN, DataType.FLOAT32, DataType.UINT8, (64,), None, 4),  # one input chunk, one output word
+    (IS_NAN, DataType.FLOAT32, DataType.UINT8, (8, 64), {"input_tensor": (128, 1)}, 4),  # ROWS
+    (IS_NAN, DataType.FLOAT32, DataType.UINT8, (8, 64), {"input_tensor": (0, 1)}, 16),  # replicated rows
+    (IS_NAN, DataType.FLOAT16, DataType.UINT8, (64,), None, 16),  # half width: one output chunk
+    (IS_NAN, DataType.FLOAT32, DataType.UINT8, (8, 64), {"input_tensor": (0, 1), "output_tensor": (144, 2)}, 8),
+    (SIGN, DataType.INT64, DataType.INT64, (64,), None, 2),
+], ids=["same-width", "quarter", "quarter-rows", "quarter-replicated", "half", "replicated-stepped", "wide"])
+def test_units(operator, in_type, out_type, sizes, strides, expected):
+    """Elements per unit: float32 -> uint8 takes a whole output chunk only in replicated rows; a stepped output
+    halves a chunk-sized unit."""
+    assert _key(operator, in_type, out_type, sizes, strides, workgroup_size=2).unit == expected
+
+
+@pytest.mark.parametrize("operator, data_type, sizes, strides, expected", [
+    (MOD_TRUNC, DataType.FLOAT32, (256,), None, 1),  # linear, a whole output chunk per unit
+    (MOD_TRUNC, DataType.INT8, (256,), None, 4),  # linear, the 8-bit table's fill
+    (MOD_TRUNC, DataType.FLOAT32, (256,), {"output_tensor": (2,)}, 1),  # a strided output on the flat grid
+    (MOD_TRUNC, DataType.FLOAT32, (4, 64), {"a_tensor": (80, 1)}, 4),  # ROWS: row offsets amortised
+    (MOD_TRUNC, DataType.FLOAT32, (4, 64), {"a_tensor": (0, 1), "b_tensor": (0, 1)}, 1),  # replicated rows
+    (MOD_FLOOR, DataType.FLOAT32, (256,), None, 4),  # linear, its row's policy asks for four
+    (MOD_FLOOR, DataType.FLOAT16, (256,), None, 1),
+], ids=["linear", "linear-table", "strided-out", "rows", "replicated", "linear-policy", "linear-other-type"])
+def test_units_per_invocation(operator, data_type, sizes, strides, expected):
+    assert _key(operator, data_type, data_type, sizes, strides, workgroup_size=2).units_per_invocation == expected
+
+
+def test_one_input_kernels_include_no_division():
+    """A kernel includes the division libraries only where its operator divides."""
+    for data_type in (DataType.FLOAT32, DataType.FLOAT16):
+        files = shader_files(_key(IS_NAN, data_type, DataType.UINT8, (64,)))
+        assert not any("divide_by" in f or "signed_by" in f for f in files)
+
+
+def test_forms_and_placements_of_a_padded_layout():
+    key = _key(MOD_FLOOR, DataType.INT16, DataType.INT16, (4, 64), {"a_tensor": (72, 1), "b_tensor": (0, 1)},
+               workgroup_size=2)
+    assert key.forms == (Form.CHUNK_ROWS, Form.CHUNK_ROWS, Form.LINEAR)
+    assert key.placements == (Placement.SEPARATE, Placement.SEPARATE)
+    assert key.grid is Grid.ROWS and key.output_store is OutputStore.UNITS
