@@ -6,6 +6,8 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import stat
+import tempfile
 import types
 
 from .errors import DeviceError, ValidationError
@@ -13,6 +15,34 @@ from .errors import DeviceError, ValidationError
 BACKEND_ENV = "GPUOPS_BACKEND"
 # backend name -> Python module that implements the wgpu-py API
 BACKENDS = {"wgpu-native": "wgpu", "dawn": "wgpudawn"}
+INSTALL_HINT = "pip install '.[dawn]' in the gpuops checkout, or pip install 'WHEEL.whl[dawn]' with the built wheel"
+
+
+def _ensure_runtime_dir() -> None:
+    """Give XDG_RUNTIME_DIR a private directory when it is unset or names no directory.
+
+    Why: on Linux the Vulkan drivers' window-system code (libwayland) prints "error: XDG_RUNTIME_DIR is invalid or
+    not set" on stderr every time adapters are enumerated, although gpuops never opens a window (headless servers,
+    containers and cron jobs have no such directory). A valid one silences it; wgpu's own errors are untouched."""
+    if os.name != "posix" or os.path.isdir(os.environ.get("XDG_RUNTIME_DIR", "")):
+        return
+    # What the XDG spec asks of the directory: owned by the user, mode 0700; anything else there is not used.
+    path = os.path.join(tempfile.gettempdir(), f"gpuops-runtime-{os.getuid()}")
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return
+    try:
+        info = os.lstat(path)
+        private = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+        os.environ["XDG_RUNTIME_DIR"] = path if private else tempfile.mkdtemp(prefix="gpuops-runtime-")
+    except OSError:
+        return
+
+
+_ensure_runtime_dir()  # at import: before any Device enumerates adapters
 
 
 def load_backend(name: str | None = None) -> types.ModuleType:
@@ -24,7 +54,7 @@ def load_backend(name: str | None = None) -> types.ModuleType:
         return importlib.import_module(BACKENDS[name])
     except ImportError as exc:
         raise DeviceError(f"backend {name!r} needs the Python package {BACKENDS[name]!r} "
-                          f"(for Dawn: pip install 'gpuops[dawn]'): {exc}") from None
+                          f"(for Dawn: {INSTALL_HINT}): {exc}") from None
 
 
 def backend_name(module: types.ModuleType) -> str:

@@ -437,9 +437,8 @@ def test_every_example_model_has_an_expectation():
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTATIONS))
-def test_example_model_prints_what_numpy_computes(capsys, tmp_path, monkeypatch, name):
-    monkeypatch.chdir(tmp_path)  # writeFile targets are relative to the current directory
-    status, out, err = run(capsys, "model", MODELS / name, "-i", "2")
+def test_example_model_prints_what_numpy_computes(capsys, tmp_path, name):
+    status, out, err = run(capsys, "model", MODELS / name, "-i", "2", "--output-dir", tmp_path)
     assert status == 0, err
     printed = printed_resources(out)
     expected = EXPECTATIONS[name]()
@@ -451,6 +450,7 @@ def test_example_model_prints_what_numpy_computes(capsys, tmp_path, monkeypatch,
                                            r"median \(GPU\)", line) for line in dispatches)
     if name in WRITTEN:
         target, resource, shape = WRITTEN[name]
+        assert f"Resource '{resource}' written to {tmp_path / target}" in out.splitlines()
         written = np.load(tmp_path / target)
         assert written.shape == shape
         assert_same_bits(written.reshape(-1), expected[resource])
@@ -503,10 +503,14 @@ def test_raw_binary_source_and_target(capsys, tmp_path, monkeypatch):
                           {"type": "writeFile", "resource": "X", "targetPath": "out/y.bin"}]}
     path = tmp_path / "m.json"
     path.write_text(json.dumps(model))
-    monkeypatch.chdir(tmp_path)
-    status, _, err = run(capsys, "model", path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # sources and targets are next to the model, not in the current directory
+    status, out, err = run(capsys, "model", path)
     assert status == 0, err
+    assert f"Resource 'X' written to {tmp_path / 'out' / 'y.bin'}" in out.splitlines()
     assert np.frombuffer((tmp_path / "out" / "y.bin").read_bytes(), np.int16).tolist() == [-1, 0, 1, -1]
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_print_format_matches_dxdispatch():

@@ -8,23 +8,27 @@ differs from NumPy is reported the same way with status 1 and is never timed.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from pathlib import Path
 
+from .. import __version__
 from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, installed_backends, load_backend
 from ..device import Device
 from ..enums import FeatureLevel
 from ..errors import GpuOpsError
+from ..validation import validate
 from . import report
 from .model import DispatchCommand, ModelError, ModelRunner, RunOptions, load_model
 from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_elements, layout_sizes, operator_names,
-                    plot_sweep, run_cases, sweep_limit)
+                    plot_sweep, run_cases, select_pairs, sweep_limit)
 from .ticks import calibrate
 from .timing import GpuTimer
-from .workload import LAYOUT_HELP, LAYOUTS, make_case
+from .workload import LAYOUT_HELP, LAYOUTS, make_case, make_desc
 
 PROG = "gpuops-bench"
+DISTRIBUTION = "gpuops-webgpu"  # the name gpuops is installed under (pyproject.toml); the import name is gpuops
 COMPARE_CHOICES = ("numpy", "torch")
 EXIT_OK, EXIT_WRONG_RESULT, EXIT_USAGE = 0, 1, 2
 
@@ -153,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
                                             "default benchmark ('default').",
                      formatter_class=argparse.RawDescriptionHelpFormatter,
                      epilog="exit status: 0 ok, 1 a result differed from NumPy (not timed), 2 a usage error")
+    parser.add_argument("--version", action="version", version=version_line(),
+                        help="print the distribution name and version, and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     device_options = _Parser(add_help=False)
@@ -225,6 +231,10 @@ def build_parser() -> argparse.ArgumentParser:
                                             "resources, dispatchables and dispatch/print/writeFile commands. Flags "
                                             "mean what they mean in DxDispatch.")
     model.add_argument("file", nargs="?", metavar="MODEL.json", help="the model file")
+    model.add_argument("-o", "--output-dir", metavar="DIR",
+                       help="where writeFile commands write relative target paths (default: the model file's "
+                            "directory); each file written is printed")
+    model.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     model.add_argument("-i", "--dispatch_iterations", dest="iterations", type=_count(1), default=1, metavar="N",
                        help="iterations of bind/dispatch/wait per dispatch command (default 1)")
     model.add_argument("-r", "--dispatch_repeat", dest="repeat", type=_count(1), default=1, metavar="N",
@@ -248,10 +258,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def version_line() -> str:
+    """'gpuops-webgpu 0.1.0': the installed distribution's version, else the package's own (run from a checkout)."""
+    try:
+        version = importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        version = __version__
+    return f"{DISTRIBUTION} {version}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """The console script; returns the exit status (0 ok, 1 a wrong result, 2 a usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["default"] + argv  # the main job: `gpuops-bench` alone runs the default benchmark
     try:
         args = build_parser().parse_args(argv)
@@ -328,8 +347,28 @@ def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
 
 
 def _device(args) -> Device:
-    return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None),
-                  runtime_checks=getattr(args, "runtime_checks", None))
+    with _slow(args, "opening the adapter"):
+        return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None),
+                      runtime_checks=getattr(args, "runtime_checks", None))
+
+
+def _slow(args, message: str):
+    """A line on stderr if the step takes more than report.SLOW_SECONDS (none with --quiet)."""
+    return report.slow_step(message, enabled=not getattr(args, "quiet", False))
+
+
+def _open_session(args, device: Device, compare: tuple[str, ...]) -> Session:
+    with _slow(args, "calibrating GPU timestamps against the host clock"):
+        return Session.open(device, args.iterations, args.warmup, compare, args.cuda_context)
+
+
+def _pairs(args, layout: str = "packed", mode: str | None = None, default_dtypes=None):
+    """The operator x data type pairs to run, checked before any device work: an unknown operator, type, mode or
+    layout fails at once; each pair asked for that an operator does not support is returned as a line to print."""
+    pairs, skipped = select_pairs(operator_names(_flat(args.ops)), _flat(args.dtypes), args.feature_level, layout,
+                                  default_dtypes)
+    cases_for(pairs, layout_sizes(layout), [SWEEP_MIN], layout, mode)  # make_case's checks, on a small size
+    return pairs, skipped
 
 
 def _header(device: Device, session: Session, what: str) -> None:
@@ -350,9 +389,9 @@ def _finish(args, command: str, session: Session, results: list[dict], notes: li
     """Table, notes, JSON; status 1 when any case differed from NumPy."""
     session.close()
     print()
-    print(report.results_table(results, session.compare))
+    print(report.results_table(results, session.compare, session.floor_ns))
     print()
-    for note in report.table_notes(results, session.compare) + session.notes() + notes:
+    for note in report.table_notes(results, session.compare, session.floor_ns) + session.notes() + notes:
         print(f"note: {note}")
     if args.json:
         doc = report.document(command, session.device, session.conversion, session.settings(**settings), results,
@@ -368,45 +407,64 @@ def _finish(args, command: str, session: Session, results: list[dict], notes: li
 
 def run_op(args) -> int:
     case = make_case(args.operator, args.dtype, args.sizes, args.layout, args.mode, args.out_dtype, args.strides)
+    validate(make_desc(case), args.feature_level)  # a description the operator refuses fails before the device opens
+    compare = _compare(args.compare)
     device = _device(args)
-    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare), args.cuda_context)
+    session = _open_session(args, device, compare)
     _header(device, session, f"op: {case.label} {case.dtype.name.lower()} -> {case.out_dtype.name.lower()}, "
                              f"sizes {list(case.sizes)}, layout {case.layout_label}, {args.iterations} iterations "
                              f"after {args.warmup} warm-up")
     session.reserve([case])
-    row = session.run(case)
+    with _slow(args, f"op: checking {case.label} {case.dtype.name.lower()} {'x'.join(map(str, case.sizes))} "
+                     f"against NumPy, then timing {args.iterations} iterations"):
+        row = session.run(case)
     if row["exact"]:
         print(f"check: exact against NumPy ({row['elements']} elements), then timed")
     return _finish(args, "op", session, [row], [], case={"operator": case.operator, "layout": case.layout_label})
 
 
 def run_default(args) -> int:
+    pairs, skipped = _pairs(args, default_dtypes=DEFAULT_DTYPES)
+    compare = _compare(args.compare)
     device = _device(args)
     elements = args.elements or default_elements(device)
-    cases = cases_for(operator_names(_flat(args.ops)), _flat(args.dtypes), lambda n: (n,), [elements],
-                      device.feature_level, default_dtypes=DEFAULT_DTYPES)
-    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare), args.cuda_context)
+    cases = cases_for(pairs, lambda n: (n,), [elements])
+    session = _open_session(args, device, compare)
     _header(device, session, f"default benchmark: {len(cases)} cases of {elements} elements, {args.iterations} "
                              f"iterations after {args.warmup} warm-up")
+    for line in skipped:
+        print(line)
     results, notes = run_cases(session, cases, _progress(args))
     return _finish(args, "default", session, results, notes, elements=elements)
 
 
-def run_sweep(args) -> int:
-    device = _device(args)
-    largest = sweep_limit(device, args.max_elements)
-    if args.min_elements > largest:
-        raise UsageError(f"--min-elements {args.min_elements} is above the largest size {largest}")
+def _sweep_counts(smallest: int, largest: int) -> list[int]:
+    """The sweep's sizes: the powers of two from `smallest` (rounded up) to `largest`."""
+    if smallest > largest:
+        raise UsageError(f"--min-elements {smallest} is above the largest size {largest}")
     counts = []
-    count = 1 << (args.min_elements - 1).bit_length()  # powers of two from the smallest one asked
+    count = 1 << (smallest - 1).bit_length()
     while count <= largest:
         counts.append(count)
         count *= 2
-    cases = cases_for(operator_names(_flat(args.ops)), _flat(args.dtypes), layout_sizes(args.layout), counts,
-                      device.feature_level, layout=args.layout, mode=args.mode)
-    session = Session.open(device, args.iterations, args.warmup, _compare(args.compare), args.cuda_context)
+    if not counts:
+        raise UsageError(f"no power of two lies between --min-elements {smallest} and the largest size {largest}")
+    return counts
+
+
+def run_sweep(args) -> int:
+    pairs, skipped = _pairs(args, args.layout, args.mode)
+    compare = _compare(args.compare)
+    if args.max_elements is not None:
+        _sweep_counts(args.min_elements, sweep_limit(None, args.max_elements))  # bounds, before the device opens
+    device = _device(args)
+    counts = _sweep_counts(args.min_elements, sweep_limit(device, args.max_elements))
+    cases = cases_for(pairs, layout_sizes(args.layout), counts, layout=args.layout, mode=args.mode)
+    session = _open_session(args, device, compare)
     _header(device, session, f"sweep: {len(cases)} cases, {counts[0]} to {counts[-1]} elements, layout "
                              f"{args.layout}, {args.iterations} iterations after {args.warmup} warm-up")
+    for line in skipped:
+        print(line)
     results, notes = run_cases(session, cases, _progress(args))
     status = _finish(args, "sweep", session, results, notes, layout=args.layout, min_elements=counts[0],
                      max_elements=counts[-1])
@@ -421,19 +479,23 @@ def run_model(args) -> int:
         return run_adapters(args)
     if not args.file:
         raise UsageError("model: give a model file (MODEL.json), or -s to list the adapters")
+    if args.output_dir is not None and Path(args.output_dir).exists() and not Path(args.output_dir).is_dir():
+        raise UsageError(f"--output-dir {args.output_dir!r} is not a directory")
     try:
         model = load_model(args.file, args.feature_level)
         device = _device(args)
         print(f"Running on '{device.adapter.info.get('device', device.adapter_name)}'")
         timer = GpuTimer(device)
         if any(isinstance(c, DispatchCommand) for c in model.commands):
-            conversion = calibrate(device, timer)
+            with _slow(args, "calibrating GPU timestamps against the host clock"):
+                conversion = calibrate(device, timer)
             if conversion.tick_ns is None:
                 timer.supported = False
             if args.verbosity >= 1:
                 print(f"Timestamps: {conversion.note}")
         options = RunOptions(args.iterations, args.repeat, args.warmup, args.milliseconds, args.verbosity)
-        ModelRunner(model, device, options, timer=timer).run()
+        ModelRunner(model, device, options, timer=timer, output_dir=args.output_dir,
+                    slow=lambda message: _slow(args, message)).run()
     except ModelError as exc:
         return _error(f"{args.file}: {exc}")
     return EXIT_OK

@@ -13,6 +13,7 @@ Two stages, so that a malformed model never touches the GPU:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -684,11 +685,22 @@ def _ms(ns: float) -> str:
 
 
 class ModelRunner:
-    """Runs a checked Model on a device, writing DxDispatch's lines through `write`."""
+    """Runs a checked Model on a device, writing DxDispatch's lines through `write`.
+
+    writeFile commands write a relative targetPath under `output_dir`, by default the model file's directory (where
+    its sourcePath files are looked up first), else the current directory; each file written is reported.
+    `slow(message)`, when given, is a context manager around every dispatch command (progress for long ones)."""
 
     def __init__(self, model: Model, device: Device, options: RunOptions = RunOptions(),
-                 write: Callable[[str], None] = print, timer: GpuTimer | None = None):
+                 write: Callable[[str], None] = print, timer: GpuTimer | None = None,
+                 output_dir: str | Path | None = None,
+                 slow: Callable[[str], contextlib.AbstractContextManager] | None = None):
         self.model, self.device, self.options, self.write = model, device, options, write
+        if output_dir is not None:
+            self.output_dir = Path(output_dir)
+        else:
+            self.output_dir = model.source.parent if model.source is not None else Path(".")
+        self.slow = slow or (lambda message: contextlib.nullcontext())
         self.timer = timer or GpuTimer(device)
         self.buffers: dict[str, wgpu.GPUBuffer] = {}
         self.compiled: dict[str, CompiledOperator] = {}
@@ -702,7 +714,8 @@ class ModelRunner:
             plans = [self._bindings(c) if isinstance(c, DispatchCommand) else None for c in self.model.commands]
             for command, bindings in zip(self.model.commands, plans):
                 if isinstance(command, DispatchCommand):
-                    self._dispatch(command, bindings)
+                    with self.slow(f"{command.path}: dispatch '{command.dispatchable}'"):
+                        self._dispatch(command, bindings)
                 elif isinstance(command, PrintCommand):
                     values = self.read(command.resource)
                     data_type = self.model.resources[command.resource].data_type
@@ -832,7 +845,7 @@ class ModelRunner:
         values = self.read(command.resource)
         if command.dimensions is not None:
             values = values.reshape(command.dimensions)
-        target = command.target
+        target = self.output_dir / command.target  # an absolute target stays as it is
         try:
             if target.parent != Path("") and not target.parent.exists():
                 target.parent.mkdir(parents=True)
@@ -843,6 +856,7 @@ class ModelRunner:
         except OSError as exc:
             raise ModelError(f"{command.path}.targetPath", f"cannot write {str(target)!r}: "
                                                            f"{exc.strerror or exc}") from None
+        self.write(f"Resource '{command.resource}' written to {target}")
 
     def release(self) -> None:
         for buffer in [*self.buffers.values(), *self._snapshots]:

@@ -51,6 +51,7 @@ class Session:
     cuda_context: object | None = None  # a CUDA tensor kept alive for the run (see open)
     cuda_requested: bool = False
     cuda_held: bool = False  # stays true after close(): the run was timed with a CUDA context
+    floor_ns: float | None = None  # a dispatch that moves nothing, timed like the cases (see report.PERCENT_MIN_NS)
 
     @classmethod
     def open(cls, device: Device, iterations: int, warmup: int, compare: tuple[str, ...],
@@ -73,8 +74,9 @@ class Session:
         if conversion.tick_ns is None:
             timer.supported = False  # GPU times would be meaningless: report host times only
         arena = Arena(device)
-        return cls(device, timer, conversion, CopyRoof(device, timer, iterations, warmup, arena), iterations, warmup,
-                   compare, device.feature_level, arena, context, requested, context is not None)
+        roof = CopyRoof(device, timer, iterations, warmup, arena)
+        return cls(device, timer, conversion, roof, iterations, warmup, compare, device.feature_level, arena, context,
+                   requested, context is not None, roof.floor_ns())
 
     def reserve(self, cases: list[Case]) -> None:
         """Allocate the arena for the largest of the cases once, before the first is timed."""
@@ -114,12 +116,13 @@ def operator_names(names: Iterable[str] | None) -> list[str]:
     return [spec_by_name(name).name for name in names]
 
 
-def cases_for(operators: list[str], dtypes: Iterable[str] | None, sizes_of: Callable[[int], tuple[int, ...]],
-              elements: Iterable[int], level: FeatureLevel, layout: str = "packed", mode: str | None = None,
-              default_dtypes: Iterable[str] | None = None) -> list[Case]:
-    """operator x data type x size, keeping only the data types each operator supports at `level`.
+def select_pairs(operators: list[str], dtypes: Iterable[str] | None, level: FeatureLevel, layout: str = "packed",
+                 default_dtypes: Iterable[str] | None = None) -> tuple[list[tuple[str, DataType]], list[str]]:
+    """(operator, data type) pairs to run, and a line for each pair asked for that cannot run, saying why.
 
-    Explicit `dtypes` are parsed strictly (an unknown name is an error); a type an operator lacks is skipped."""
+    Explicit `dtypes` are parsed strictly (an unknown name is an error); a type an operator lacks at `level` is
+    skipped and said. Without explicit ones, `default_dtypes` (or every supported type) are used where supported,
+    silently: nobody asked for the others."""
     wanted = None
     if dtypes:
         wanted = []
@@ -130,20 +133,38 @@ def cases_for(operators: list[str], dtypes: Iterable[str] | None, sizes_of: Call
                 raise ValidationError(f"unknown data type {name!r}; e.g. float32, float16, int32, uint8") from None
     elif default_dtypes:
         wanted = [DataType.parse(name) for name in default_dtypes]
-    cases = []
+    pairs, skipped = [], []
     for operator in operators:
         spec = spec_by_name(operator)
+        short = spec.name.removeprefix("ELEMENT_WISE_")
         supported = supported_types(spec, level)
-        types = supported if wanted is None else [t for t in wanted if t in supported]
-        if layout == "broadcast-b" and len(spec.inputs) < 2:
+        if not supported:
+            skipped.append(f"skipped: {spec.numpy_name} ({short} does not exist at feature level {level.label})")
             continue
-        for data_type in types:
-            for count in elements:
-                op_mode = mode if spec.name == "ELEMENT_WISE_IS_INFINITY" else None
-                cases.append(make_case(spec.name, data_type, sizes_of(count), layout, op_mode))
-    if not cases:
-        raise ValidationError("no operator supports the data types asked for "
-                              f"({', '.join(dtypes or [])}) at feature level {level.label}")
+        if layout == "broadcast-b" and len(spec.inputs) < 2:
+            skipped.append(f"skipped: {spec.numpy_name} (layout broadcast-b needs a second input; {short} has one)")
+            continue
+        for data_type in supported if wanted is None else wanted:
+            if data_type in supported:
+                pairs.append((spec.name, data_type))
+            elif dtypes:
+                skipped.append(f"skipped: {spec.numpy_name} {data_type.name.lower()} ({short} takes "
+                               f"{', '.join(t.name.lower() for t in supported)} at feature level {level.label})")
+    if not pairs:
+        reasons = "; ".join(line.removeprefix("skipped: ") for line in skipped)
+        asked = f"the data types asked for ({', '.join(dtypes)})" if dtypes else "the operators asked for"
+        raise ValidationError(f"nothing to run: {asked} at feature level {level.label}: {reasons}")
+    return pairs, skipped
+
+
+def cases_for(pairs: list[tuple[str, DataType]], sizes_of: Callable[[int], tuple[int, ...]], elements: Iterable[int],
+              layout: str = "packed", mode: str | None = None) -> list[Case]:
+    """operator x data type x size, for the pairs select_pairs chose."""
+    elements = list(elements)
+    cases = []
+    for operator, data_type in pairs:
+        op_mode = mode if operator == "ELEMENT_WISE_IS_INFINITY" else None
+        cases.extend(make_case(operator, data_type, sizes_of(count), layout, op_mode) for count in elements)
     return cases
 
 
@@ -162,9 +183,10 @@ def default_elements(device: Device) -> int:
     return SOFTWARE_DEFAULT_ELEMENTS if is_software(device) else GPU_DEFAULT_ELEMENTS
 
 
-def sweep_limit(device: Device, requested: int | None) -> int:
+def sweep_limit(device: Device | None, requested: int | None) -> int:
     """Largest element count of the sweep: what was asked, else small on a software adapter and up to 2^28 on a GPU
-    (each case is further held to the adapter's buffer size limit and to host memory by `fits`)."""
+    (each case is further held to the adapter's buffer size limit and to host memory by `fits`). Without a device
+    only the requested size is checked."""
     if requested is not None:
         if requested < SWEEP_MIN:
             raise ValidationError(f"--max-elements {requested} is below the sweep's smallest size {SWEEP_MIN}")
@@ -230,7 +252,8 @@ def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, ada
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return "plot skipped: matplotlib is not installed (pip install 'gpuops[plot]')"
+        return ("plot skipped: matplotlib is not installed (pip install matplotlib, or pip install '.[plot]' in "
+                "the gpuops checkout)")
     lines: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for row in results:
         if not row["exact"]:

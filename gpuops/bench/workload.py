@@ -359,6 +359,7 @@ class CopyRoof:
     arena: Arena
     measured: dict[int, dict] = field(default_factory=dict)
     _copy: ArenaCopy | None = None
+    _floor_ns: float | None = None
 
     def for_bytes(self, moved: int) -> dict:
         """Copy `moved / 2` bytes (so it moves as many bytes as the operator) and report its speed."""
@@ -375,6 +376,17 @@ class CopyRoof:
 
     def entries(self) -> list[dict]:
         return [self.measured[size] for size in sorted(self.measured)]
+
+    def floor_ns(self) -> float:
+        """Median time of a 16-byte copy, GPU time where there are timestamps, else host time: what a dispatch
+        costs in this run before it moves any data. Kept apart from the roof's entries."""
+        if self._floor_ns is None:
+            if self._copy is None:
+                self._copy = ArenaCopy(self.device)
+            record = self._copy.recorder(self.arena.slot(0, 16), self.arena.slot(2, 16), 16)
+            timing = self.timer.run(record, self.iterations, max(1, self.warmup))  # never the first, cold run
+            self._floor_ns = float(timing.gpu_median_ns or timing.host_median_ns)
+        return self._floor_ns
 
 
 def _speeds(moved: int, gpu_ns: float | None, host_ns: float, row: dict) -> dict:
