@@ -8,7 +8,7 @@ for a modulus the dividend and the output, a copy. This times, for outputs of ea
 writing it (vec4<u32> stores, one or four per invocation), the WGSL copy (gpuops.bench.timing.CopyKernel) of it,
 and PyTorch's `fill_` and `copy_` of the same bytes beside them (with CUDA), and PyTorch's copy of 256 MiB, the
 targets' 100%. docs/performance.md compares each broadcast row's goal with these figures
-(bench/results/broadcast-roof-h200-*.txt).
+(bench/results/h200-*-broadcast-roof.txt).
 """
 import argparse
 import statistics

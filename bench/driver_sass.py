@@ -1,8 +1,8 @@
 """The NVIDIA driver's machine code (SASS) for the kernels a run compiled, from the driver's shader disk cache.
 
 The NVIDIA Vulkan driver keeps compiled pipelines in its disk cache as zstd frames, and each frame holds the
-kernel's SASS as raw instructions. Seeing that code is how the nineteenth session found where float32 modulus
-spent its instructions (docs/performance.md). Capture a run's cache, then disassemble it here:
+kernel's SASS as raw instructions. That code shows where a kernel spends its instructions and which of the SM's
+pipes they load. Capture a run's cache, then disassemble it here:
 
     __GL_SHADER_DISK_CACHE_PATH=/tmp/glc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 \\
         python bench/targets.py --only layouts --layouts broadcast --match 'modulus_floor float32$'

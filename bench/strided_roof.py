@@ -9,7 +9,7 @@ is wrong) to show what the read costs. 'counted' is bandwidth as bench/targets.p
 elements); 'DRAM-min' counts the bytes the memory must move at least (input, and the output's span read and
 written). PyTorch's `y[::2].copy_(x)` and plain copies of the packed tensors' bytes run beside them. The figures
 behind docs/performance.md's strided-output argument (a unary same-width operator moves 2.5 times the bytes it is
-counted for) are in bench/results/strided-roof-h200.txt.
+counted for) are in bench/results/h200-wgpu-native-strided-roof.txt.
 """
 import argparse
 import statistics

@@ -1,6 +1,6 @@
-"""The performance targets of issue 5, measured in one run beside PyTorch (CUDA) on the same GPU.
+"""The performance goals (docs/performance.md), measured in one run beside PyTorch (CUDA) on the same GPU.
 
-    python bench/targets.py --json bench/results/targets-<machine>-<backend>.json [--elements 67108864]
+    python bench/targets.py --json bench/results/<gpu>-<backend>-targets.json [--elements 67108864]
 
 Every kernel's output is compared with NumPy bit for bit before it is timed. GPU times come from timestamp
 queries; bandwidth counts the bytes of tensor elements actually read (distinct elements) and written.
@@ -207,8 +207,8 @@ def measure(args) -> dict:
                 if wanted(operator, mode, in_type, out_type):
                     count = contiguous_elements(n, in_type, out_type, args.same_elements)
                     record("contiguous", runner.run(operator, mode, in_type, out_type, (count,)))
-        # PyTorch's copy once more after the rows: one measurement has come out 7% below the others (3671 against
-        # 3900-3990 GB/s on an H200), which would flatter every ratio; the goals take the faster.
+        # PyTorch's copy once more after the rows: a single measurement can come out several percent below the
+        # others, which would flatter every ratio; the goals take the faster.
         copies.append(torch_copy())
         result["torch_copy_samples"] = copies
         result["torch_copy"] = max(copies, key=lambda c: c.get("gbps") or 0)
@@ -273,7 +273,7 @@ def host_side(device: gpuops.Device, runner: Runner) -> dict:
 
     def timed(*steps, count=200) -> list[float]:
         """Median time of each step in us, the steps' samples interleaved: the host's speed drifts within a run,
-        and one step timed after the other saw 1.08x and 1.33x for the same code in two runs (H200 host)."""
+        so steps timed one after the other would compare different moments of the host."""
         for _ in range(20):
             for step in steps:
                 step()
@@ -410,12 +410,12 @@ def render(paths: list[str]) -> str:
         host = data.get("host")
         if host:
             out += ["| host-side measure | value | goal |", "|---|---|---|"]
-            if "batch_table_host_us_per_op" in host:  # (results before the fifteenth session lack it)
+            if "batch_table_host_us_per_op" in host:  # (older result files lack it)
                 out.append(f"| batch of 1000 ops of 1024 elements recorded from binding tables (`compiled.bind`), host "
                            f"time per op | {host['batch_table_host_us_per_op']:.1f} us | <= 10 us |")
             out.append(f"| batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op | "
                        f"{host['batch_host_us_per_op']:.1f} us | <= 10 us |")
-            if "bare_batch_host_us_per_op" in host:  # (results before the tenth session lack it)
+            if "bare_batch_host_us_per_op" in host:  # (older result files lack it)
                 out.append(f"| the same 1000 dispatches with wgpu alone (a copy kernel): host time per op | "
                            f"{host['bare_batch_host_us_per_op']:.1f} us | (information: this host's floor) |")
             out += [

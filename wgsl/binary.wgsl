@@ -14,12 +14,10 @@ fn compute(a: InElem, b: InElem) -> OutElem {
 // cache, a warp that loaded one row's unit at a time kept too few loads in flight to cover the memory's latency
 // (gpuops/shaders.py: DIVISOR_ROW_TYPES). The entry point comes here before the workgroup is prepared
 // (prepare_workgroup: the 8-bit division table), which happens after the loads, so that the table's fill and its
-// barrier run while the loads are in flight: broadcast int8 modulus ran 3005-3031 -> 3102-3140 GB/s on an H200 this
-// way (twenty-first session). Every invocation reaches the barrier: a lane past its row's end loads the row's last
-// unit and stores nothing. A partial last group takes its last row again in place of the rows it lacks: the same
-// results to the same place, stored by the one invocation that owns them. Those stores are not skipped, because a
-// branch around them let the shader compiler move the loads after the first rows' work (int8 MODULUS_TRUNCATE ran
-// 2811-2819 -> 2946-2962 GB/s on an H200 without the branches).
+// barrier run while the loads are in flight. Every invocation reaches the barrier: a lane past its row's end loads
+// the row's last unit and stores nothing. A partial last group takes its last row again in place of the rows it
+// lacks: the same results to the same place, stored by the one invocation that owns them. Those stores are not
+// skipped, because a branch around them lets the shader compiler move the loads after the first rows' work.
 fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     if (DIVISOR_ROWS_LOOPED) {
         run_divisor_rows_looped(group, groups, lane);
@@ -64,14 +62,11 @@ fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
 
 // DIVISOR_ROWS_LOOPED (KernelKey.divisor_rows_looped: float16): the group's rows one after the other, b's unit
 // loaded once before them. The rows are not written out one by one as in run_divisor_rows: float16's lane-by-lane
-// fallback (lib/f16_bits.wgsl) would then be copied for every lane of every row (3328 instructions and 53 registers
-// for four rows on an H200, slower than one row per unit: twenty-first session); looped, the kernel keeps one copy
-// (720 instructions, 22 registers on an H100). What it saves is b's load and the unit's addressing per row: NVIDIA's
-// compiler does not move b's own work (its conversion, reciprocal and checks) out of the loop, so every row still
-// computes it. On an H100 broadcast float16 modulus ran 0.4-1.7% faster this way than one row per unit, in each of
-// six interleaved pairs (both backends; groups of 8 and 16 rows were slower: twenty-second session). The loop's
-// count is the group's rows, known only at run time. No workgroup memory, so no barrier: a partial last group
-// simply runs fewer rows.
+// fallback (lib/f16_bits.wgsl) would then be copied for every lane of every row, and the registers it takes cost
+// more warps than the shared loads save; looped, the kernel keeps one copy. What it saves is b's load and the
+// unit's addressing per row: NVIDIA's compiler does not move b's own work (its conversion, reciprocal and checks)
+// out of the loop, so every row still computes it. The loop's count is the group's rows, known only at run time.
+// No workgroup memory, so no barrier: a partial last group simply runs fewer rows.
 fn run_divisor_rows_looped(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let first_row = group_first_row(group, groups);
     if (first_row >= params.row_count) {

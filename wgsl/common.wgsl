@@ -139,11 +139,11 @@ fn row_unit_column(group: vec3<u32>, lane: u32, i: u32) -> u32 {
 
 // ROWS kernels (strided layouts whose innermost dimension holds whole units, at least a workgroup's worth): the
 // grid's x counts blocks of one row, y and z count groups of ROW_GROUP rows. A unit's offsets are then its row's
-// plus a step along the row, with no division per unit (a broadcast operand's kernel spent most of its time on
-// that division). Where every input is the same on every row (ROW_GROUP > 1, see device._row_group), a
-// unit's results are computed once and stored to each row of the group. (Where b alone is, DIVISOR_ROWS, the entry
-// point runs binary.wgsl's run_divisor_rows on the same grid instead: b's unit loaded once and the group's rows
-// divided by it, their dividends loaded first, or for float16 the rows in a loop.)
+// plus a step along the row, with no division per unit (in a broadcast operand's kernel, which moves little
+// memory, that division would dominate). Where every input is the same on every row (ROW_GROUP > 1, see
+// device._row_group), a unit's results are computed once and stored to each row of the group. (Where b alone is,
+// DIVISOR_ROWS, the entry point runs binary.wgsl's run_divisor_rows on the same grid instead: b's unit loaded once
+// and the group's rows divided by it, their dividends loaded first, or for float16 the rows in a loop.)
 fn run_row_units(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     let first_row = group_first_row(group, groups);
     if (first_row >= params.row_count) {

@@ -183,9 +183,9 @@ fn scatter_unit(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bo
 }
 
 // scatter_unit where no other unit has elements in the unit's 16-byte chunks of output (OUT_CHUNKS_OWNED): each
-// chunk changed once, as a whole. On an H200 a stride-2 output ran 1.3-2.6 times as fast as word by word. Kept
-// apart from the word scatter: one loop for both (chunks gathered, then stored word by word where not owned)
-// slowed float32 -> uint8's word stores by a third.
+// chunk changed once, as a whole: a stride-2 output then takes a quarter of the memory instructions of word-by-word
+// stores. Kept apart from the word scatter: one loop for both (chunks gathered, then stored word by word where not
+// owned) would burden float32 -> uint8's word stores with the chunk's registers and selects.
 fn scatter_unit_chunks(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_row: bool) {
     var index = NO_START;  // the chunk being built, its bits and the mask of its lanes that are set
     var bits = vec4<u32>();
@@ -217,9 +217,7 @@ fn scatter_unit_chunks(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_
 // gpuops/device.py checks that for every unit): a unit's results go to every second element of its span, whose
 // words are read together and then written once each, the elements between keeping their values. No loop over the
 // elements, consecutive invocations store consecutive chunks, and the kernel holds no element-by-element fallback
-// (whose registers every invocation paid for). On an H200 (2^25 elements into `out[::2]`) int8 MODULUS_FLOOR ran
-// 908 -> 1881 GB/s this way, float16 MODULUS_FLOOR 1582 -> 1988, IS_NAN float32 -> uint8 1414 -> 2131; with the
-// fallback kept for spans off the grid, 1791, 1964 and 1741 (docs/performance.md).
+// (whose registers every invocation would pay for).
 
 // The lanes of a stepped output's word that are the unit's elements (the others lie between them).
 const STEPPED_LANES: u32 = select(0x0000ffffu, 0x00ff00ffu, OUT_BITS == 8u);

@@ -1,13 +1,13 @@
 // Division of 8-bit lanes with a table of reciprocals in workgroup memory, filled once per workgroup: a multiply, a
 // shift and a multiply-add per element in place of `%`, whose reciprocal and conversions run on the GPU's slow
-// pipe (on an H200 they held 8-bit modulus at 60% of the copy roof).
+// pipe, too slow for 8-bit elements to keep up with the memory.
 //
 // R(d) = floor(2^16 / d) + 1 for magnitudes d < 256, so a * R(d) / 2^16 = a / d + a * e / 2^16 with 0 < e <= 1. The
 // excess is below 255 / 2^16 < 1 / 255 <= 1 / d, the least distance from a / d up to the next integer, so
 // (a * R(d)) >> 16 is floor(a / d) = q for all a, d < 256 (bench/exhaustive.py checks every pair).
 // The table holds the reciprocals negated, -R(d) in reciprocals[d], so that the quotient comes out negated and the
-// remainder is a + (-q) * d, one multiply-add: from q itself the compiler negated it first, an instruction per
-// element (the NVIDIA driver's machine code, twenty-first session). -q = ceil(-a R(d) / 2^16), which is
+// remainder is a + (-q) * d, one multiply-add: from q itself the compiler negates it first, an instruction per
+// element. -q = ceil(-a R(d) / 2^16), which is
 // floor((-a R(d) + 2^16 - 1) / 2^16): an arithmetic shift of a * (-R(d)) + 0xffff (|a R(d)| < 2^24, no overflow).
 // reciprocals[SIGNED_RECIPROCALS + bits] holds -sign(y) * R(|y|) for the int8 value y with those bits, as two's
 // complement (lib/signed_by_reciprocals.wgsl): the same division with the signs kept.

@@ -33,12 +33,11 @@ struct F16PairResult {
 // quotients) lane by lane. No sum or result of one lane reaches the other's bits, so a usual lane's result holds
 // whatever its neighbour is.
 // - unpack2x16float converts normal float16 values and zero exactly. WGSL leaves subnormals, inf and NaN to the
-//   implementation (webgpu-traps.md: never rely on it there), so whether a lane counts is decided from its bits
-//   alone (usual_operands); a lane that does not count may hold any value, and its float results are never used
-//   (its `usual` is false, and the caller takes that lane on the bits). The bits moved up 13 (a float32 whose
-//   exponent is biased by 15, the value times 2^-112) scaled by 2^112 gave wrong remainders on an H200 with both
-//   backends, though exact on the CPU adapter: never feed float arithmetic values scaled into float32's bottom
-//   range.
+//   implementation, so nothing relies on it there: whether a lane counts is decided from its bits alone
+//   (usual_operands); a lane that does not count may hold any value, and its float results are never used (its
+//   `usual` is false, and the caller takes that lane on the bits). The bits moved up 13 (a float32 whose exponent
+//   is biased by 15, the value times 2^-112) and scaled by 2^112 are not a way round it: GPUs need not compute
+//   exactly on values in float32's bottom range (NVIDIA's do not), so float arithmetic never sees such values.
 // - C's remainder: the remainder step is f16_rem_step's on both lanes at once, its estimate moved down so that one
 //   correction suffices (below); one step of f16_rem_f32 (estimate below 2^12) gives the remainder exactly (the
 //   proof is at f16_rem_f32). rest is then >= 0 and never -0 (x >= 0, and each step gives +0 for an exact zero),
@@ -52,19 +51,12 @@ struct F16PairResult {
 // - pack2x16float is given the usual lanes' exact results only (zero for other lanes, which may hold inf or NaN
 //   from operands that do not count, and whose bits are never used), so it never sees a value WGSL leaves
 //   indeterminate.
-// Every instruction here counts (the kernel is compute-bound). On an H200 (docs/performance.md):
-// - the checks of both lanes at once on the word's bits, in place of a vector of lanes, and pack2x16float in place
-//   of the bits moved down: MODULUS_TRUNCATE 3189 -> 3570 GB/s and MODULUS_FLOOR 2553 -> 2674 (twelfth session);
-// - a usual lane's result kept beside an unusual one, which alone goes lane by lane (a warp runs that path for
-//   a lane position where one of its invocations needs it, no longer for every word): MODULUS_TRUNCATE
-//   3476 -> 3654, MODULUS_FLOOR 2677 -> 2871; MODULUS_FLOOR's rounding in float32 arithmetic and pack2x16float in
-//   place of rounding the bits: 2871 -> 3231 (the compilers had folded that rounding away, below: pack2x16float
-//   rounded); inf, NaN and zero divisors by rule in the lane-by-lane path
-//   (f16_remainder_bits): MODULUS_TRUNCATE 3658 -> 3827, MODULUS_FLOOR 3235 -> 3559; the estimate moved down for
-//   one correction: 3827 -> 3891 and 3544 -> 3591 (fourteenth session); MODULUS_FLOOR on the dividend given the
-//   sign of a * b, with no move afterwards: 3580 -> 3752 / 3536 -> 3641 (sixteenth session);
-// - lanes set by rule for inf/NaN operands here (fewer words lane by lane, more work in every word) ran 8% slower;
-//   setting unusual words aside and computing them once per workgroup between barriers ran 2-36% slower.
+// Every instruction here counts (the kernel is compute-bound), hence: both lanes' checks at once on the word's
+// bits, not on a vector of lanes; pack2x16float, not the bits moved down; a usual lane's result kept beside an
+// unusual one, which alone goes lane by lane (a warp runs that path for a lane position where one of its
+// invocations needs it, not for every word that holds one); the estimate moved so that one correction suffices;
+// MODULUS_FLOOR on the dividend given the sign of a * b, with no move afterwards. Inf and NaN operands are left to
+// the lane-by-lane path, which sets them by rule: handling them here would add work to every word to spare a few.
 fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     let ma = a & F16_PAIR_ABS;
     let mb = b & F16_PAIR_ABS;
@@ -118,9 +110,8 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
         // part's lowest bit (a carry into the exponent is the right rounding). rest is zero (which stays zero;
         // abs: x = -0 leaves rest = -0, whose result is +0, b's sign added) or, in a usual lane, at least 2^-14,
         // where float16's unit is float32's times 2^13, and below y, so the rounded value is at most y. That costs
-        // float16 MODULUS_FLOOR a tenth of its speed on an H200 (3865-3896 -> 3499 GB/s), where pack2x16float
-        // rounds to nearest, ties to even, itself. Rounding in float32 arithmetic, as (rest + c) - c, is no way
-        // out: NVIDIA's and Mesa's shader compilers fold the sum back to rest (twentieth session).
+        // float16 MODULUS_FLOOR about a tenth of its speed, hence the probe. Rounding in float32 arithmetic, as
+        // (rest + c) - c, is no way out: NVIDIA's and Mesa's shader compilers fold the sum back to rest.
         exact = abs(rest);
         if (!F16_PACK_ROUNDS_TO_NEAREST) {
             let magnitude = bitcast<vec2<u32>>(exact);

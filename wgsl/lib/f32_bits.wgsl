@@ -45,11 +45,9 @@ fn f32_bits_significand(mag: u32) -> u32 {
 //
 // Nearly all data takes the first branch, written without inner branches: a warp whose lanes hold both |a| < |b|
 // and |a| >= |b| runs both sides of a branch anyway, so selects cost no more work and spare the branch's own
-// instructions. On an H200 a broadcast operand leaves the kernel bound by instruction issue (the memory carries a
-// third less), and there this form, with f32_rem_fast's arithmetic, ran float32 MODULUS_FLOOR 3259 -> 3834 GB/s (Dawn
-// 3310 -> 3948) and MODULUS_TRUNCATE 3663 -> 3942 (3601 -> 4046) (docs/performance.md). One result
-// variable and one return: with a return inside a branch, Dawn's float32 MODULUS_FLOOR fell from 4062 to 1746 GB/s
-// on an H200 (docs/performance.md).
+// instructions, which count where a broadcast operand leaves the kernel bound by instruction issue (the memory
+// carries a third less). One result variable and one return: Dawn's translation of a return inside a branch costs
+// float32 MODULUS_FLOOR more than half its speed.
 fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
     let ua = a & F32_ABS;
     let ub = b & F32_ABS;
@@ -64,7 +62,7 @@ fn f32_remainder_bits(a: u32, b: u32, floored: bool) -> u32 {
         var magnitude = rest;
         if (floored) {
             // |b| >= 2^-100 and finite: the subtraction of f32_sub_magnitudes' first case, correctly rounded. A
-            // select, not a branch: a branch here cost Dawn's MODULUS_FLOOR 36% on an H200 (docs/performance.md).
+            // select, not a branch: Dawn's code for a branch here is far slower.
             let moved = ((a ^ b) & F32_SIGN) != 0u && rest != 0u;
             magnitude = select(rest, bitcast<u32>(bitcast<f32>(ub) - bitcast<f32>(rest)), moved);
         }
@@ -143,8 +141,7 @@ fn f32_rem_magnitudes(ua: u32, ub: u32) -> u32 {
 // representable). r converts to float32 exactly, and where the result is normal its bits are r's float's with the
 // exponent field moved by eb - 150 (modulo 2^32); where it is subnormal (field 0), they are r * 2^(eb-1) < 2^23, and
 // then eb <= 23, so the shift is in range. Not countLeadingZeros: Dawn's translator writes it out as a dozen
-// instructions (SPIR-V has no such instruction), and with it float32 modulus ran about 20% slower on Dawn than this
-// on an H200 (docs/performance.md).
+// instructions (SPIR-V has no such instruction).
 fn f32_scaled_remainder(r: u32, eb: u32) -> u32 {
     let fr = bitcast<u32>(f32(r));
     let bits = select(r << (eb - 1u), fr + ((eb - 150u) << 23u), (fr >> 23u) + eb > 150u);
@@ -164,10 +161,9 @@ fn f32_scaled_remainder(r: u32, eb: u32) -> u32 {
 //   rounded difference scaled: at or above 2^-126 both round to 24 significant bits, and below it the difference, a
 //   multiple of 2^-149, is exact in both. f32_scale_down undoes the scaling exactly.
 // The tiny path is kept small and in a branch (the bare subtraction alone is not exact where subnormals are
-// flushed): see docs/performance.md.
+// flushed), so that the usual case pays only for its test.
 fn f32_sub_magnitudes(big: u32, small: u32) -> u32 {
-    // 2^-100 <= big < inf in one test: the usual case first (float32 MODULUS_FLOOR 2% faster on an H200 than with
-    // the test for inf ahead of it).
+    // 2^-100 <= big < inf in one test: the usual case first, with no test for inf ahead of it.
     if (big - F32_SUB_LOW < F32_INF - F32_SUB_LOW) {
         return bitcast<u32>(bitcast<f32>(big) - bitcast<f32>(small));
     }

@@ -8,8 +8,8 @@ const TWO_TO_23: f32 = 8388608.0;
 // 0.5 from it and below 2^22. Rounded to the nearest integer (adding 2^23 rounds it, and the integer is then the
 // float's low bits) the estimate is q = floor(x / y) or floor(x / y) + 1, so x - q * y lies in [-y, y), and
 // computed modulo 2^32 one correction brings it into [0, y). Nothing more: a second correction (for q - 1, which
-// the bound rules out) cost float32 modulus 2-3% on an H200 (docs/performance.md). y = 0 gives x (the estimate is
-// then anything, times zero), for callers that mask it.
+// the bound rules out) would add instructions to compute-bound float32 modulus for nothing. y = 0 gives x (the
+// estimate is then anything, times zero), for callers that mask it.
 fn rem_from_estimate(x: u32, y: u32, estimate: f32) -> u32 {
     let q = bitcast<u32>(estimate + TWO_TO_23) & 0x7fffffu;
     let r = x - q * y;  // modulo 2^32: "negative" when q is one too large

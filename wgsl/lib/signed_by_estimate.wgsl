@@ -1,8 +1,8 @@
 // Remainders of int16 lanes (dtype/sint.wgsl) computed on their float32 values, signs and all: the quotient comes
 // out of one float rounding exactly as C's (truncated) or Python's (floored) division has it, and the remainder is
 // x - q * y in integers, with nothing to correct afterwards. x % 0 is 0 (gpuops decision, as NumPy), and
-// INT_MIN % -1 gives 0, never a fault. On an H200 int16 MODULUS_FLOOR ran 24% faster this way than on magnitudes
-// (lib/signed_by_magnitudes.wgsl); int8 ran slower (four reciprocals a word), and keeps its table.
+// INT_MIN % -1 gives 0, never a fault. Fewer instructions than dividing magnitudes (lib/signed_by_magnitudes.wgsl)
+// for int16's two lanes a word; int8 would need four reciprocals a word, and keeps its table.
 //
 // Float32 gives only the quotient's estimate: the lanes' values are integers below 2^16 in magnitude, exact as
 // float32, and the remainder is computed in integers from the quotient.
@@ -24,8 +24,7 @@ const QUOTIENT_NUDGE: f32 = 3.814697265625e-6;  // 2^-18
 // it is not, its distance to the next integer in that direction is at least 1 / |y|, and e' lies at most
 // 4.3e-6 |x| / |y| < 0.15 / |y| (|x| <= 2^15) beyond it, so it stays short of that integer (bench/exhaustive.py
 // checks every pair on the GPU, tests/test_quotient_bounds.py the bound with the reciprocal 3 units off). No
-// correction follows: on an H200, against a rounded quotient and one move towards the wanted sign, int16
-// MODULUS_TRUNCATE ran 3% faster on wgpu-native and 7% on Dawn, MODULUS_FLOOR the same and 3% (docs/performance.md).
+// correction follows, which spares the instructions of a rounded quotient moved once towards the wanted sign.
 fn signed_lane_rem(a: u32, b: u32, floored: bool) -> u32 {
     let biased_a = a ^ SIGNED_LANE_SIGN;
     let biased_b = b ^ SIGNED_LANE_SIGN;

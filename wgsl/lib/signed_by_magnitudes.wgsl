@@ -11,8 +11,8 @@ fn lanes_magnitude(x: u32) -> u32 {
 
 // -value in each lane flagged in `negative` (1 in a lane's lowest bit), value elsewhere: the complement plus one,
 // added without carries between lanes (a zero lane's complement plus one would carry out of it): the low bits add,
-// the high bit is xored in. Fewer instructions than finding the zero lanes first: on an H200 int8
-// MODULUS_TRUNCATE, compute-bound, ran 3736-3745 -> 3879-3886 GB/s this way (Dawn 3614 -> 3641-3668).
+// the high bit is xored in. Fewer instructions than finding the zero lanes first, which counts in a compute-bound
+// kernel.
 fn lanes_negate(value: u32, negative: u32) -> u32 {
     let complemented = value ^ lanes_fill(negative);
     return ((complemented & LANE_LOW) + negative) ^ (complemented & LANE_HIGH);
@@ -39,9 +39,8 @@ fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
         return lanes_negate(m, lanes_high_bit(a));  // C's remainder: m with a's sign
     }
     // Python's modulus: m, or |b| - m where a and b's signs differ and m is not zero, with b's sign. |b| - m needs no
-    // borrow from the next lane: m < |b| in every lane, and both are 0 where b is. (On an H200, int8 MODULUS_FLOOR
-    // ran 9% faster this way than as C's remainder plus b where the signs differ; it now takes the signed
-    // reciprocals, lib/signed_by_reciprocals.wgsl, faster still.)
+    // borrow from the next lane: m < |b| in every lane, and both are 0 where b is. Fewer instructions than C's
+    // remainder plus b where the signs differ.
     let moved = lanes_fill(lanes_high_bit(a ^ b) & (lanes_zero(m) ^ LANE_ONES));
     return lanes_negate(m ^ ((m ^ (magnitude_b - m)) & moved), lanes_high_bit(b));
 }

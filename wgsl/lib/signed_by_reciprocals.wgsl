@@ -2,17 +2,16 @@
 // indexed by the divisor lane's bits): Python's or C's quotient of the lanes' values exactly from one multiply and
 // one shift, and the remainder x + (-q) * y, with no magnitudes to take and no signs to put back. x % 0 is 0 (gpuops
 // decision, as NumPy), and INT_MIN % -1 gives 0, never a fault. Chosen for the operators of
-// shaders.SIGNED_BY_RECIPROCALS (both): on an H200 int8 MODULUS_FLOOR ran 3470-3476 -> 3827 GB/s (wgpu-native) and
-// 3437 -> 3668-3682 (Dawn) this way, against lib/signed_by_magnitudes.wgsl; MODULUS_TRUNCATE, whose quotient needs
-// the sign correction below, ran 3% slower at first and gained once the lanes were extracted by shifts (below).
+// shaders.SIGNED_BY_RECIPROCALS (both): no magnitudes and signs to take off and put back, so fewer instructions
+// than lib/signed_by_magnitudes.wgsl.
 //
-// Every instruction here runs on the SMs' integer pipes, which on an H200 issue one warp instruction every second
+// Every instruction here runs on the SMs' integer pipes, which on Hopper issue one warp instruction every second
 // cycle each (shifts, logic and byte permutes on one; multiply-adds, and shifts left by a constant, on the other):
-// with a broadcast divisor (DIVISOR_ROWS in binary.wgsl) those pipes, not the memory, bounded the kernel (the NVIDIA
-// driver's machine code, twenty-first session). So a lane is extracted by two shifts, the left one a multiply there,
-// rather than by a sign-extending bit-field extraction (two shifts on one pipe); the top lane's remainder is added
-// into place (a multiply-add) rather than inserted; and the table holds the entries negated, so that the remainder
-// is one multiply-add with no negation first. Broadcast int8 MODULUS_FLOOR ran 3102-3149 -> 3207-3287 GB/s this way.
+// with a broadcast divisor (DIVISOR_ROWS in binary.wgsl) those pipes, not the memory, bound the kernel. So the work
+// is spread over both: a lane is extracted by two shifts, the left one a multiply there, rather than by a
+// sign-extending bit-field extraction (two shifts on one pipe); the top lane's remainder is added into place (a
+// multiply-add) rather than inserted; and the table holds the entries negated, so that the remainder is one
+// multiply-add with no negation first.
 //
 // Why the quotient is exact: write E = sign(y) * R with R = floor(2^16 / |y|) + 1 (the table holds -E, above).
 // p = x * E (below 2^24 in magnitude) is 2^16 (x / y + s e), where s is the sign of x / y and
@@ -30,8 +29,8 @@
 // - truncated: for p >= 0, -q = -floor(p / 2^16) = ceil(n / 2^16) = ((n - 1) >> 16) + 1; for p < 0, n / 2^16 is
 //   never an integer (above), so -q = -ceil(p / 2^16) = floor(n / 2^16) = (n - 1) >> 16. The + 1 where n <= 0 is
 //   the sign bit of n - 1 (|n| < 2^24).
-// Arithmetic shifts of i32 (sign-extending) are the only signed operations here: the traps (webgpu-traps.md) are
-// signed `%` and `/`, which this avoids.
+// Arithmetic shifts of i32 (sign-extending) are the only signed operations here: the operations some shader
+// translators get wrong are signed `%` and `/` (dtype/README.md), which this avoids.
 
 // The lane of `word` at bit `shift`, as its value's 32-bit two's complement bits: moved to the top byte, then
 // shifted down arithmetically (see above for why not extractBits).

@@ -4,8 +4,8 @@
 // x % 0 is 0 for integers and NaN for floats; NaN stays NaN.
 //
 // Each type family computes it (dtype/README.md: lanes_mod_floor) next to its truncated remainder, from the
-// remainder's intermediate values: on an H200, float MODULUS_FLOOR written here on top of lanes_fmod's bits
-// (lane predicates, then an addition converting r back) ran at 52-70% of its truncated remainder's speed.
+// remainder's intermediate values: written here on top of lanes_fmod's bits (lane predicates, then an addition
+// converting r back), float MODULUS_FLOOR would repeat much of the remainder's work.
 fn op(a: InElem, b: InElem) -> OutElem {
     return lanes_mod_floor(a, b);
 }

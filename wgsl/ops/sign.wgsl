@@ -1,9 +1,9 @@
 // DML_OPERATOR_ELEMENT_WISE_SIGN: -1, 0 or 1 in the input's type, on every lane of x at once (see unary.wgsl).
-// NaN and -0 give +0 (gpuops decision, see directml.md); unsigned types give 0 or 1.
+// NaN and -0 give +0 (gpuops decision, docs/semantics.md); unsigned types give 0 or 1.
 fn op(x: InElem) -> OutElem {
     if (LANES == 1u) {
-        // One element per word (32/64-bit types): tests and selects cost fewer instructions than lane arithmetic
-        // (on an H200 a broadcast float32 SIGN, bound by instructions, ran 18% faster so).
+        // One element per word (32/64-bit types): tests and selects cost fewer instructions than lane arithmetic,
+        // which counts where a broadcast input leaves the kernel bound by instructions.
         if (elem_is_zero(x) || elem_is_nan(x)) {
             return ELEM_ZERO;
         }
