@@ -35,6 +35,9 @@ from .tensor import TensorDesc
 
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
 
+# What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=).
+Result = np.ndarray | np.generic
+
 _default_device: Device | None = None
 _default_lock = threading.Lock()
 
@@ -48,18 +51,18 @@ def default_device() -> Device:
         return _default_device
 
 
-def sign(x, *, out=None, device: Device | None = None, feature_level=None):
+def sign(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """-1, 0 or 1 in x's dtype (NaN and -0 give +0), with np.sign's types."""
     return _run("ELEMENT_WISE_SIGN", ("x",), (x,), {}, out, device, feature_level)
 
 
-def is_nan(x, *, out=None, device: Device | None = None, feature_level=None):
+def is_nan(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """bool: True where x is NaN (np.isnan); out= may be a bool or a uint8 array."""
     return _run("ELEMENT_WISE_IS_NAN", ("x",), (x,), {}, out, device, feature_level, predicate=True)
 
 
 def is_infinity(x, mode: IsInfinityMode | str | int = "either", *, out=None, device: Device | None = None,
-                feature_level=None):
+                feature_level=None) -> Result:
     """bool: True where x is an infinity of the sign `mode` selects ("either": np.isinf, "positive": np.isposinf,
     "negative": np.isneginf); out= may be a bool or a uint8 array."""
     infinity_mode = _infinity_mode(mode)
@@ -67,12 +70,12 @@ def is_infinity(x, mode: IsInfinityMode | str | int = "either", *, out=None, dev
                 feature_level, predicate=True)
 
 
-def modulus_floor(a, b, *, out=None, device: Device | None = None, feature_level=None):
+def modulus_floor(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """Python's modulus: np.remainder bit for bit, with its types."""
     return _run("ELEMENT_WISE_MODULUS_FLOOR", ("a", "b"), (a, b), {}, out, device, feature_level)
 
 
-def modulus_truncate(a, b, *, out=None, device: Device | None = None, feature_level=None):
+def modulus_truncate(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """C's remainder: np.fmod bit for bit, with its types."""
     return _run("ELEMENT_WISE_MODULUS_TRUNCATE", ("a", "b"), (a, b), {}, out, device, feature_level)
 
@@ -103,21 +106,21 @@ def _infinity_mode(mode) -> IsInfinityMode:
 def _feature_level(where: str, feature_level, device: Device | None) -> FeatureLevel:
     if feature_level is None:
         return (device if device is not None else default_device()).feature_level
-    allowed = ", ".join(level.label for level in FeatureLevel)
+    allowed = (", ".join(level.label for level in FeatureLevel)
+               + " (as '6.4', '6_4', 'DML_FEATURE_LEVEL_6_4', 0x6400 or gpuops.FeatureLevel)")
+    # bools and floats are not levels, though int() would make 24576.0 one
     if isinstance(feature_level, (bool, np.bool_)) or \
             not isinstance(feature_level, (str, int, np.integer, FeatureLevel)):
-        raise ValidationError(f"{where}: feature_level {feature_level!r} is not a feature level; allowed: "
-                              f"{allowed} (as '6.4', '6_4', 'DML_FEATURE_LEVEL_6_4', 0x6400 or gpuops.FeatureLevel)")
+        raise ValidationError(f"{where}: feature_level {feature_level!r} is not a feature level; allowed: {allowed}")
     try:
         return FeatureLevel.parse(feature_level if isinstance(feature_level, str) else operator.index(feature_level))
-    except (ValueError, TypeError):
-        raise ValidationError(f"{where}: feature_level {feature_level!r} is not a DirectML feature level; allowed: "
-                              f"{allowed} (as '6.4', '6_4', 'DML_FEATURE_LEVEL_6_4', 0x6400 or gpuops.FeatureLevel)"
-                              ) from None
+    except (ValueError, TypeError):  # FeatureLevel.parse reports '9.9' by its number: quote it as written instead
+        raise ValidationError(f"{where}: feature_level {feature_level!r} is not a DirectML feature level; "
+                              f"allowed: {allowed}") from None
 
 
 def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict, out, device: Device | None,
-         feature_level, predicate: bool = False):
+         feature_level, predicate: bool = False) -> Result:
     spec = spec_by_name(operator_name)
     where = f"gpuops.{spec.numpy_name}"
     if device is not None and not isinstance(device, Device):
