@@ -1,13 +1,25 @@
 """NumPy-level functions: arrays in, arrays out, through the DirectML-level layer.
 
+Types follow NumPy's rules (NEP 50, see numpy_types.py): the result has the dtype NumPy's ufunc would give
+(np.sign, np.isnan, np.isinf, np.remainder, np.fmod), operands of another dtype are converted as NumPy converts them,
+and where NumPy would compute in a type DirectML does not support for the operator (float64, bool, complex, ...) the
+call is refused rather than computed in another type. is_nan and is_infinity return bool arrays (computed as
+DirectML's UINT8 and viewed as bool: the values are exactly 0 and 1). 0-d and all-scalar inputs give NumPy scalars,
+as ufuncs do; empty results need no GPU work.
+
 Arrays run in their own memory layout: a non-contiguous view becomes a strided tensor (its bytes are uploaded as
-they lie, never packed on the host first) and NumPy broadcasting becomes zero strides.
+they lie, from its first element to its last) and NumPy broadcasting becomes zero strides. A sparse view, whose
+memory span is more than twice its elements' bytes plus 64 KiB (GATHER_SLACK_BYTES), is first gathered on the host
+into a packed copy of just its elements (keeping its axis order), so that its cost follows its element count
+rather than the span (M[:, 0] of a large matrix, x[::1000]). Up to that threshold uploading the span costs at most
+about twice the packed bytes and saves the host copy, and small arrays are dominated by fixed costs anyway.
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
+import operator
 import threading
 
 import numpy as np
@@ -16,9 +28,15 @@ from .device import Binding, Device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
 from .layout import coalesce
+from .numpy_types import refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
 from .support import support_row
 from .tensor import TensorDesc
+
+GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
+
+# What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=).
+Result = np.ndarray | np.generic
 
 _default_device: Device | None = None
 _default_lock = threading.Lock()
@@ -33,100 +51,121 @@ def default_device() -> Device:
         return _default_device
 
 
-def sign(x, *, out=None, device: Device | None = None, feature_level=None) -> np.ndarray:
-    """-1, 0 or 1 in x's dtype (NaN and -0 give +0)."""
-    return _run("ELEMENT_WISE_SIGN", (x,), {}, out, device, feature_level)
+def sign(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
+    """-1, 0 or 1 in x's dtype (NaN and -0 give +0), with np.sign's types."""
+    return _run("ELEMENT_WISE_SIGN", ("x",), (x,), {}, out, device, feature_level)
 
 
-def is_nan(x, *, out=None, device: Device | None = None, feature_level=None) -> np.ndarray:
-    """uint8 1 where x is NaN, else 0."""
-    return _run("ELEMENT_WISE_IS_NAN", (x,), {}, out, device, feature_level, output_type=DataType.UINT8)
+def is_nan(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
+    """bool: True where x is NaN (np.isnan); out= may be a bool or a uint8 array."""
+    return _run("ELEMENT_WISE_IS_NAN", ("x",), (x,), {}, out, device, feature_level, predicate=True)
 
 
 def is_infinity(x, mode: IsInfinityMode | str | int = "either", *, out=None, device: Device | None = None,
-                feature_level=None) -> np.ndarray:
-    """uint8 1 where x is an infinity of the sign `mode` selects ("either", "positive", "negative")."""
+                feature_level=None) -> Result:
+    """bool: True where x is an infinity of the sign `mode` selects ("either": np.isinf, "positive": np.isposinf,
+    "negative": np.isneginf); out= may be a bool or a uint8 array."""
+    infinity_mode = _infinity_mode(mode)
+    return _run("ELEMENT_WISE_IS_INFINITY", ("x",), (x,), {"infinity_mode": infinity_mode}, out, device,
+                feature_level, predicate=True)
+
+
+def modulus_floor(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
+    """Python's modulus: np.remainder bit for bit, with its types."""
+    return _run("ELEMENT_WISE_MODULUS_FLOOR", ("a", "b"), (a, b), {}, out, device, feature_level)
+
+
+def modulus_truncate(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
+    """C's remainder: np.fmod bit for bit, with its types."""
+    return _run("ELEMENT_WISE_MODULUS_TRUNCATE", ("a", "b"), (a, b), {}, out, device, feature_level)
+
+
+def gathers(array: np.ndarray) -> bool:
+    """True when `array` is gathered on the host before upload: its memory span (first element to last) is more
+    than twice its elements' bytes plus GATHER_SLACK_BYTES. Broadcast (zero-stride) views span little and are
+    never gathered."""
+    if array.size == 0:
+        return False
+    span = sum((n - 1) * abs(s) for n, s in zip(array.shape, array.strides)) + array.itemsize
+    return span > 2 * array.size * array.itemsize + GATHER_SLACK_BYTES
+
+
+_MODES = "'either', 'positive', 'negative' (or gpuops.IsInfinityMode, 0, 1, 2)"
+
+
+def _infinity_mode(mode) -> IsInfinityMode:
+    # bools and floats are not modes, though IntEnum lookup would take True and 1.0 as POSITIVE
+    if isinstance(mode, (bool, np.bool_)) or not isinstance(mode, (str, int, np.integer)):
+        raise ValidationError(f"gpuops.is_infinity: mode {mode!r} is not a mode; allowed: {_MODES}")
     try:
-        infinity_mode = IsInfinityMode.parse(mode)
+        return IsInfinityMode.parse(mode if isinstance(mode, str) else operator.index(mode))
     except (ValueError, TypeError):
-        raise ValidationError(f"gpuops.is_infinity: mode {mode!r}; allowed: 'either', 'positive', 'negative'") \
-            from None
-    return _run("ELEMENT_WISE_IS_INFINITY", (x,), {"infinity_mode": infinity_mode}, out, device, feature_level,
-                output_type=DataType.UINT8)
+        raise ValidationError(f"gpuops.is_infinity: mode {mode!r}; allowed: {_MODES}") from None
 
 
-def modulus_floor(a, b, *, out=None, device: Device | None = None, feature_level=None) -> np.ndarray:
-    """Python's modulus, bit for bit np.remainder on the same dtype."""
-    return _run("ELEMENT_WISE_MODULUS_FLOOR", (a, b), {}, out, device, feature_level)
-
-
-def modulus_truncate(a, b, *, out=None, device: Device | None = None, feature_level=None) -> np.ndarray:
-    """C's remainder, bit for bit np.fmod on the same dtype."""
-    return _run("ELEMENT_WISE_MODULUS_TRUNCATE", (a, b), {}, out, device, feature_level)
-
-
-def _run(operator: str, values: tuple, extra: dict, out, device: Device | None, feature_level,
-         output_type: DataType | None = None) -> np.ndarray:
-    spec = spec_by_name(operator)
-    where = f"gpuops.{spec.numpy_name}"
-    device = device if device is not None else default_device()
+def _feature_level(where: str, feature_level, device: Device | None) -> FeatureLevel:
+    if feature_level is None:
+        return (device if device is not None else default_device()).feature_level
+    allowed = (", ".join(level.label for level in FeatureLevel)
+               + " (as '6.4', '6_4', 'DML_FEATURE_LEVEL_6_4', 0x6400 or gpuops.FeatureLevel)")
+    # bools and floats are not levels, though int() would make 24576.0 one
+    if isinstance(feature_level, (bool, np.bool_)) or \
+            not isinstance(feature_level, (str, int, np.integer, FeatureLevel)):
+        raise ValidationError(f"{where}: feature_level {feature_level!r} is not a feature level; allowed: {allowed}")
     try:
-        level = device.feature_level if feature_level is None else FeatureLevel.parse(feature_level)
-    except ValueError as exc:
-        raise ValidationError(f"{where}: {exc}") from None
-    arrays = _as_arrays(where, spec, values, level)
-    data_type = DataType.from_numpy(arrays[0].dtype)
-    output_type = output_type or data_type
+        return FeatureLevel.parse(feature_level if isinstance(feature_level, str) else operator.index(feature_level))
+    except (ValueError, TypeError):  # FeatureLevel.parse reports '9.9' by its number: quote it as written instead
+        raise ValidationError(f"{where}: feature_level {feature_level!r} is not a DirectML feature level; "
+                              f"allowed: {allowed}") from None
+
+
+def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict, out, device: Device | None,
+         feature_level, predicate: bool = False) -> Result:
+    spec = spec_by_name(operator_name)
+    where = f"gpuops.{spec.numpy_name}"
+    if device is not None and not isinstance(device, Device):
+        raise TypeError(f"{where}: device {device!r} is a {type(device).__name__}, not a gpuops.Device; pass a "
+                        "gpuops.Device, or None for the default device")
+    level = _feature_level(where, feature_level, device)
+    operands = resolve(where, spec.numpy_name, names, values, support_row(spec.name, level), spec.inputs[0],
+                       level.label)
+    arrays = operands.arrays
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
-        shapes = " and ".join(str(a.shape) for a in arrays)
+        shapes = " and ".join(f"{n} {a.shape}" for n, a in zip(names, arrays))
         raise ValidationError(f"{where}: shapes {shapes} cannot be broadcast together") from None
-    result_dtype = output_type.numpy_dtype
     if out is not None:
-        _check_out(where, out, shape, result_dtype)
+        _check_out(where, out, shape, operands.result, predicate)
     if math.prod(shape) == 0:
-        result = np.empty(shape, result_dtype)
+        result = np.empty(shape, operands.result)
     else:
-        result = _execute(spec, device, level, arrays, shape, data_type, output_type, extra)
+        device = device if device is not None else default_device()
+        data_type = DataType.from_numpy(operands.compute)
+        output_type = DataType.UINT8 if predicate else data_type
+        gathered: dict[int, np.ndarray] = {}
+        for a in arrays:  # the same array given twice is gathered (and uploaded) once
+            if id(a) not in gathered:
+                gathered[id(a)] = a.copy(order="K") if gathers(a) else a
+        result = _execute(spec, device, level, [gathered[id(a)] for a in arrays], shape, data_type, output_type,
+                          extra)
+        if predicate:
+            result = result.view(np.bool_)  # DirectML's UINT8 holds exactly 0 and 1
     if out is not None:
-        np.copyto(out, result)
+        np.copyto(out, result.view(out.dtype))  # for predicates out may be uint8: the same bytes
         return out
-    return result
+    return result[()] if result.ndim == 0 else result  # a NumPy scalar for 0-d, as ufuncs give
 
 
-def _as_arrays(where: str, spec: OperatorSpec, values: tuple, level: FeatureLevel) -> list[np.ndarray]:
-    # A Python number beside an array takes the array's dtype (NumPy's weak scalars); gpuops never promotes.
-    anchor = next((v for v in values if isinstance(v, (np.ndarray, np.generic))), None)
-    arrays = []
-    for name, value in zip(spec.inputs, values):
-        if anchor is not None and not isinstance(value, (np.ndarray, np.generic)) and \
-                isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                value = np.asarray(value, dtype=anchor.dtype)
-            except (OverflowError, ValueError) as exc:
-                raise ValidationError(f"{where}: {name} {value!r} does not fit {anchor.dtype}: {exc}") from None
-        arrays.append(np.asarray(value))
-    row = support_row(spec.name, level)
-    for name, array in zip(spec.inputs, arrays):
-        data_type = DataType.from_numpy(array.dtype)
-        allowed = row.types[name] if row else frozenset()
-        if data_type is None or data_type not in allowed:
-            names = ", ".join(sorted(t.numpy_dtype.name for t in allowed)) or "none (the operator does not exist)"
-            raise ValidationError(f"{where}: {name} has dtype {array.dtype}; allowed at feature level "
-                                  f"{level.label}: {names}")
-    if len({a.dtype for a in arrays}) > 1:
-        kinds = " and ".join(f"{n} {a.dtype}" for n, a in zip(spec.inputs, arrays))
-        raise ValidationError(f"{where}: {kinds} differ; DirectML needs one data type (gpuops does not promote)")
-    return arrays
-
-
-def _check_out(where: str, out, shape: tuple[int, ...], dtype: np.dtype) -> None:
+def _check_out(where: str, out, shape: tuple[int, ...], dtype: np.dtype, predicate: bool) -> None:
     if not isinstance(out, np.ndarray):
         raise ValidationError(f"{where}: out is {type(out).__name__}, not a numpy.ndarray")
-    if out.dtype != dtype or out.shape != shape:
+    refuse_subclass(where, "out", out)
+    allowed = (dtype, np.dtype(np.uint8)) if predicate else (dtype,)
+    if out.dtype not in allowed or out.shape != shape:
+        wanted = " or ".join(str(d) for d in allowed)
         raise ValidationError(f"{where}: out has dtype {out.dtype} and shape {out.shape}; "
-                              f"the result has dtype {dtype} and shape {shape}")
+                              f"the result has dtype {wanted} and shape {shape}")
     if not out.flags.writeable:
         raise ValidationError(f"{where}: out is read-only")
 

@@ -1,0 +1,113 @@
+"""NumPy's type rules for the NumPy-level functions: the dtype NumPy would compute in, and the operands in it.
+
+The rules are NumPy's own (NEP 50), asked of the matching ufunc with `ufunc.resolve_dtypes`: arrays, NumPy scalars
+and lists have strong types, Python int/float/complex scalars are weak (they take an array's type when it can hold
+them). The operands are then converted exactly as NumPy converts them (`astype` for arrays, NumPy's own conversion
+for Python scalars, which refuses an int that does not fit). gpuops computes in that dtype when DirectML supports
+it for the operator at the feature level, and refuses otherwise: it never computes in another type than NumPy.
+
+Booleans are refused outright: DirectML has no boolean tensors, NumPy has no sign of a bool, and NumPy's remainder
+of booleans in int8 is rarely what a caller meant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .enums import DataType
+from .errors import ValidationError
+from .support import SupportRow
+
+# The ufunc whose type rules each NumPy-level function follows (the infinity modes are np.isinf's types).
+UFUNCS: dict[str, np.ufunc] = {
+    "sign": np.sign,
+    "is_nan": np.isnan,
+    "is_infinity": np.isinf,
+    "modulus_floor": np.remainder,
+    "modulus_truncate": np.fmod,
+}
+
+_WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
+
+
+@dataclass(frozen=True)
+class Operands:
+    """The operands converted to the dtype NumPy computes in, and the dtype NumPy returns."""
+
+    arrays: tuple[np.ndarray, ...]
+    compute: np.dtype
+    result: np.dtype
+
+
+def refuse_subclass(where: str, name: str, value: object) -> None:
+    """Array subclasses carry meaning a plain ndarray result would drop (a mask, matrix products); np.memmap is a
+    plain array in a file and is kept."""
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray and not isinstance(value, np.memmap):
+        if isinstance(value, np.ma.MaskedArray):
+            lost = "its mask would be lost"
+        elif isinstance(value, np.matrix):
+            lost = "its matrix semantics would be lost"
+        else:
+            lost = "what the subclass adds would be lost"
+        raise ValidationError(f"{where}: {name} is a {type(value).__module__}.{type(value).__name__}; gpuops "
+                              f"computes on plain arrays and {lost}; pass np.asarray({name}) if that is meant")
+
+
+def describe(name: str, value: object, array: np.ndarray | None) -> str:
+    """An operand as the caller wrote it: 'a int8', 'b=2.9 (Python float)', 'a (a list, int64 to NumPy)'."""
+    if type(value) in _WEAK or type(value) is bool:
+        return f"{name}={value!r} (Python {type(value).__name__})"
+    if isinstance(value, (np.ndarray, np.generic)):
+        return f"{name} {value.dtype}"
+    kind = type(value).__name__
+    return f"{name} (a {kind}, {array.dtype} to NumPy)" if array is not None else f"{name} (a {kind})"
+
+
+def resolve(where: str, function: str, names: tuple[str, ...], values: tuple, row: SupportRow | None,
+            input_field: str, level_label: str) -> Operands:
+    """NumPy's computation dtype for `values`, checked against the support row, and the operands converted to it."""
+    arrays: list[np.ndarray | None] = []
+    for name, value in zip(names, values):
+        refuse_subclass(where, name, value)
+        if type(value) in _WEAK:
+            arrays.append(None)
+            continue
+        try:
+            array = np.asarray(value)
+        except (ValueError, TypeError) as exc:
+            raise ValidationError(f"{where}: {name} {value!r:.80} is not an array NumPy can make: {exc}") from None
+        if array.dtype == np.bool_:
+            raise ValidationError(f"{where}: {describe(name, value, array)} is boolean; DirectML has no boolean "
+                                  f"tensors and gpuops does not pick a number type for it; pass "
+                                  f"{name}.astype(np.int8) (or another number type)")
+        arrays.append(array)
+    operands = ", ".join(describe(n, v, a) for n, v, a in zip(names, values, arrays))
+    ufunc = UFUNCS[function]
+    descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
+    try:
+        loop = ufunc.resolve_dtypes(descriptors + (None,))
+    except TypeError:  # NumPy has no loop for these types (strings, complex remainders, ...)
+        raise ValidationError(f"{where}: NumPy has no {ufunc.__name__} for {operands}") from None
+    compute, result = loop[0], loop[-1]
+    data_type = DataType.from_numpy(compute)
+    allowed = row.types[input_field] if row else frozenset()
+    if data_type is None or data_type not in allowed:
+        names_allowed = ", ".join(sorted(t.numpy_dtype.name for t in allowed)) or \
+            "none (the operator does not exist at that level)"
+        raise ValidationError(f"{where}: {operands}: NumPy computes in {compute}; gpuops computes {function} at "
+                              f"feature level {level_label} in {names_allowed} and does not cast (convert the "
+                              "operands with astype if a narrower type is meant)")
+    converted = []
+    for name, value, array in zip(names, values, arrays):
+        if array is None:
+            try:
+                array = np.asarray(value, dtype=compute)  # NumPy's conversion of a weak scalar, refusals included
+            except (OverflowError, ValueError) as exc:
+                raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes "
+                                      f"in for {operands}: {exc}") from None
+        elif array.dtype != compute:
+            array = array.astype(compute)  # NumPy's own cast of the operand (exact: the loop was chosen safe)
+        converted.append(array)
+    return Operands(tuple(converted), compute, result)

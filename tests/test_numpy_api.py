@@ -1,0 +1,413 @@
+"""The NumPy-level functions against NumPy's own semantics: a table of inputs with NumPy's result (compared bit for
+bit, dtype and scalar-ness included) or gpuops' refusal, then out=, empty inputs and sparse views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import gpuops
+from gpuops import DataType, FeatureLevel, api
+from gpuops.bench.reference import compare
+
+from .dml import device_with
+from .reference import special_values
+
+ALL_TYPES = ["float16", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+FLOATS = ["float16", "float32"]
+FUNCTIONS = ["sign", "is_nan", "is_infinity", "modulus_floor", "modulus_truncate"]
+UNARY = FUNCTIONS[:3]
+
+
+def specials(dtype: str) -> np.ndarray:
+    return special_values(DataType.from_numpy(np.dtype(dtype)))
+
+
+def crossed(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every special value of a dtype against every other (2-D, so broadcasting plays no part)."""
+    a, b = np.meshgrid(specials(dtype), specials(dtype), indexing="ij")
+    return a, b
+
+
+def numpy_sign(x):
+    """np.sign with gpuops' one documented difference: NaN and -0 give +0."""
+    result = np.sign(x)
+    if result.dtype.kind == "f":
+        fixed = np.where(np.isnan(result) | (result == 0), result.dtype.type(0), result)
+        result = fixed[()] if isinstance(result, np.generic) else fixed
+    return result
+
+
+INFINITY_TESTS = {"either": np.isinf, "positive": np.isposinf, "negative": np.isneginf, 1: np.isposinf}
+NUMPY = {"sign": numpy_sign, "is_nan": np.isnan, "modulus_floor": np.remainder, "modulus_truncate": np.fmod}
+
+
+def numpy_result(function: str, args: tuple, kwargs: dict):
+    run = INFINITY_TESTS[kwargs.get("mode", "either")] if function == "is_infinity" else NUMPY[function]
+    with np.errstate(all="ignore"):
+        return run(*args)
+
+
+@dataclass
+class Case:
+    """One row: `dtype` is the result's (NumPy's), or `refused` the pattern of gpuops' refusal. `numpy` states
+    what NumPy itself does with a refused input (its result dtype, or the exception it raises), and is checked."""
+
+    id: str
+    function: str
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    dtype: str | None = None
+    refused: str | None = None
+    error: type = gpuops.ValidationError
+    numpy: str | type | None = None
+
+
+def same_type_cases():
+    for dtype in ALL_TYPES:
+        yield Case(f"sign-{dtype}", "sign", (specials(dtype),), dtype=dtype)
+        for function in ("modulus_floor", "modulus_truncate"):
+            yield Case(f"{function}-{dtype}", function, crossed(dtype), dtype=dtype)
+    for dtype in FLOATS:
+        yield Case(f"is_nan-{dtype}", "is_nan", (specials(dtype),), dtype="bool")
+        for mode in ("either", "positive", "negative", 1):
+            yield Case(f"is_infinity-{mode}-{dtype}", "is_infinity", (specials(dtype),), {"mode": mode}, dtype="bool")
+
+
+def python_scalar_cases():
+    """Python scalars are weak: they take the array's type if they fit; a float beside integers gives float64."""
+    for dtype in ("int8", "uint8", "int16", "float16", "float32"):
+        a = specials(dtype)
+        integer = np.dtype(dtype).kind in "iu"
+        for function in ("modulus_floor", "modulus_truncate"):
+            for scalar in (3, -3, 300, 70000, 2.5, 1e10):
+                for first in (True, False):
+                    args = (a, scalar) if first else (scalar, a)
+                    name = "b" if first else "a"
+                    case_id = f"{function}-{dtype}-{'array,' if first else ''}{scalar!r}{'' if first else ',array'}"
+                    if isinstance(scalar, float) and integer:
+                        yield Case(case_id, function, args, numpy="float64",
+                                   refused=rf"{name}={scalar!r} \(Python float\).*NumPy computes in float64")
+                    elif integer and not np.iinfo(dtype).min <= scalar <= np.iinfo(dtype).max:
+                        yield Case(case_id, function, args, numpy=OverflowError,
+                                   refused=rf"{name}={scalar} does not fit {dtype}.*out of bounds for {dtype}")
+                    else:
+                        yield Case(case_id, function, args, dtype=dtype)  # float16: 70000 and 1e10 are inf
+    yield Case("sign-python-int", "sign", (-7,), dtype="int64")
+    yield Case("sign-python-float", "sign", (-2.5,), numpy="float64", refused="NumPy computes in float64")
+    yield Case("is_nan-python-float", "is_nan", (2.5,), numpy="bool", refused="NumPy computes in float64")
+    yield Case("is_infinity-python-int", "is_infinity", (1,), numpy="bool", refused="NumPy computes in int64")
+    yield Case("modulus_floor-python-ints", "modulus_floor", (-7, 3), dtype="int64")
+    yield Case("modulus_truncate-python-ints", "modulus_truncate", (-7, 3), dtype="int64")
+    yield Case("modulus_floor-python-floats", "modulus_floor", (7.5, 2), numpy="float64",
+               refused=r"a=7.5 \(Python float\), b=2 \(Python int\): NumPy computes in float64")
+    yield Case("modulus_floor-int64-2**64", "modulus_floor", (np.int64([5]), 2**64), numpy=OverflowError,
+               refused="b=18446744073709551616 does not fit int64")
+    yield Case("modulus_floor-float32-10**400", "modulus_floor", (np.float32([5]), 10**400), numpy=OverflowError,
+               refused="does not fit float32")
+    yield Case("modulus_floor-complex", "modulus_floor", (np.float32([5]), 2j), numpy=TypeError,
+               refused=r"NumPy has no remainder for a float32, b=2j \(Python complex\)")
+
+
+MIXED = [  # (a dtype, b dtype, NumPy's result)
+    ("int8", "int16", "int16"), ("uint8", "int8", "int16"), ("float16", "float32", "float32"),
+    ("int8", "float16", "float16"), ("uint16", "int8", "int32"), ("uint32", "int32", "int64"),
+    ("int16", "float16", "float32"), ("int32", "float32", "float64"), ("int64", "uint64", "float64"),
+]
+
+
+def mixed_cases():
+    rng = np.random.default_rng(3)
+    for a_type, b_type, result in MIXED:
+        a = rng.choice(specials(a_type), 64)[:, None]
+        b = rng.choice(specials(b_type), 64)[None, :]
+        for function in ("modulus_floor", "modulus_truncate"):
+            case_id = f"{function}-{a_type}+{b_type}"
+            if result == "float64":
+                yield Case(case_id, function, (a, b), numpy="float64",
+                           refused=f"a {a_type}, b {b_type}: NumPy computes in float64")
+            else:
+                yield Case(case_id, function, (a, b), dtype=result)
+            yield Case(case_id + "-swapped", function, (b, a), dtype=result) if result != "float64" else \
+                Case(case_id + "-swapped", function, (b, a), numpy="float64", refused="NumPy computes in float64")
+    # NumPy scalars are strong: np.int16(3) beside int8 computes in int16
+    yield Case("modulus_floor-int8-array+int16-scalar", "modulus_floor", (specials("int8"), np.int16(3)),
+               dtype="int16")
+    yield Case("modulus_floor-float16-array+float32-scalar", "modulus_floor", (specials("float16"), np.float32(0.3)),
+               dtype="float32")
+
+
+def refused_type_cases():
+    for function in FUNCTIONS:
+        arity = 2 if function.startswith("modulus") else 1
+        numpy_bool = {"sign": TypeError, "is_nan": "bool", "is_infinity": "bool"}.get(function, "int8")
+        yield Case(f"{function}-bool", function, (np.array([True, False]),) * arity, numpy=numpy_bool,
+                   refused=r"bool is boolean; DirectML has no boolean tensors.*astype\(np.int8\)")
+        numpy_float64 = "bool" if function in ("is_nan", "is_infinity") else "float64"
+        yield Case(f"{function}-float64", function, (np.array([1.5, -np.inf]),) * arity, numpy=numpy_float64,
+                   refused=f"NumPy computes in float64; gpuops computes {function} at feature level 6_4 in")
+    yield Case("modulus_floor-int8+python-bool", "modulus_floor", (np.int8([5]), True), numpy="int8",
+               refused=r"b=True \(Python bool\) is boolean")
+    yield Case("is_nan-int8", "is_nan", (np.int8([1]),), numpy="bool",
+               refused="NumPy computes in int8; gpuops computes is_nan at feature level 6_4 in float16, float32")
+    yield Case("is_infinity-uint16", "is_infinity", (np.uint16([1]),), numpy="bool",
+               refused="NumPy computes in uint16; gpuops computes is_infinity")
+    yield Case("sign-complex64", "sign", (np.complex64([1j]),), numpy="complex64",
+               refused="NumPy computes in complex64")
+    yield Case("sign-strings", "sign", (np.array(["a"]),), numpy=TypeError, refused="NumPy has no sign for x <U1")
+    yield Case("sign-objects", "sign", (np.array([1], object),), numpy="object", refused="NumPy computes in object")
+    yield Case("sign-ragged-list", "sign", ([[1], [1, 2]],), numpy=ValueError,
+               refused=r"x \[\[1\], \[1, 2\]\] is not an array NumPy can make")
+
+
+def list_cases():
+    yield Case("sign-list", "sign", ([1, -2, 0],), dtype="int64")
+    yield Case("sign-float-list", "sign", ([1.5, -2.0],), numpy="float64",
+               refused=r"x \(a list, float64 to NumPy\): NumPy computes in float64")
+    yield Case("modulus_floor-list+int8-scalar", "modulus_floor", ([7, -7], np.int8(3)), dtype="int64")
+    yield Case("modulus_floor-list+python-int", "modulus_floor", ([7, -7], 3), dtype="int64")
+    yield Case("modulus_truncate-float32+list", "modulus_truncate", (np.float32([7.5]), [2]), numpy="float64",
+               refused=r"a float32, b \(a list, int64 to NumPy\): NumPy computes in float64")
+    yield Case("is_nan-list-of-float16", "is_nan", ([np.float16(1), np.float16("nan")],), dtype="bool")
+    yield Case("modulus_floor-tuple", "modulus_floor", ((np.int16(7), np.int16(-7)), np.int16(4)), dtype="int16")
+
+
+def zero_dimensional_cases():
+    """ufuncs give NumPy scalars for 0-d inputs."""
+    yield Case("sign-0d-float32-scalar", "sign", (np.float32(-2),), dtype="float32")
+    yield Case("sign-0d-int8-array", "sign", (np.array(5, np.int8),), dtype="int8")
+    yield Case("is_nan-0d", "is_nan", (np.float16("nan"),), dtype="bool")
+    yield Case("is_infinity-0d", "is_infinity", (np.array(-np.inf, np.float32),), {"mode": "negative"}, dtype="bool")
+    yield Case("modulus_floor-0d-int16+python-int", "modulus_floor", (np.int16(-7), 3), dtype="int16")
+    yield Case("modulus_truncate-0d-float32", "modulus_truncate", (np.float32(-5.5), np.float32(2)), dtype="float32")
+    yield Case("modulus_floor-0d+array", "modulus_floor", (np.array(7, np.int8), np.int8([3, 4])), dtype="int8")
+
+
+def empty_and_broadcast_cases():
+    yield Case("sign-empty", "sign", (np.zeros((0, 3), np.float32),), dtype="float32")
+    yield Case("is_nan-empty", "is_nan", (np.zeros(0, np.float16),), dtype="bool")
+    yield Case("modulus_floor-empty-broadcast", "modulus_floor", (np.zeros((0, 3), np.int16), np.ones(3, np.int16)),
+               dtype="int16")
+    yield Case("modulus_floor-empty-overflowing-int", "modulus_floor", (np.zeros((2, 0), np.int8), 300),
+               numpy=OverflowError, refused="b=300 does not fit int8")
+    yield Case("modulus_floor-empty-float64", "modulus_floor", (np.zeros(0, np.int8), 0.5), numpy="float64",
+               refused="NumPy computes in float64")
+    yield Case("modulus_floor-broadcast", "modulus_floor",
+               (np.arange(-6, 6, dtype=np.int32).reshape(3, 1, 4), np.int32([[3], [-5]])), dtype="int32")
+    yield Case("modulus_truncate-broadcast-mixed", "modulus_truncate",
+               (specials("float16")[:6].reshape(2, 1, 3), np.float32([[0.3], [-7], [np.inf], [0]])), dtype="float32")
+    yield Case("sign-broadcast-view", "sign", (np.broadcast_to(np.int16([-3, 0, 3]), (4, 3)),), dtype="int16")
+    yield Case("modulus_floor-shapes", "modulus_floor", (np.ones(3, np.int8), np.ones(4, np.int8)), numpy=ValueError,
+               refused=r"shapes a \(3,\) and b \(4,\) cannot be broadcast together")
+
+
+def argument_cases():
+    x = np.float32([1, np.inf, -np.inf])
+    for function in FUNCTIONS:
+        args = (x, x) if function.startswith("modulus") else (x,)
+        yield Case(f"{function}-device-cpu", function, args, {"device": "cpu"}, error=TypeError,
+                   refused=r"device 'cpu' is a str, not a gpuops.Device")
+        yield Case(f"{function}-feature-level-9.9", function, args, {"feature_level": "9.9"},
+                   refused=r"feature_level '9.9' is not a DirectML feature level; allowed: 1_0, .*, 6_4")
+        yield Case(f"{function}-masked", function, (np.ma.masked_array(x, mask=[0, 1, 0]),) + args[1:],
+                   refused=r"x is a numpy.ma.MaskedArray; .*its mask would be lost; pass np.asarray\(x\)"
+                   if len(args) == 1 else r"a is a numpy.ma.MaskedArray; .*mask would be lost")
+    yield Case("modulus_floor-masked-b", "modulus_floor", (x, np.ma.masked_array(x, mask=[0, 1, 0])),
+               refused=r"b is a numpy.ma.MaskedArray; .*mask would be lost; pass np.asarray\(b\)")
+    yield Case("sign-matrix", "sign", (np.float32([[1, -2]]).view(np.matrix),),
+               refused="x is a numpy.matrix; .*matrix semantics would be lost")
+    for mode in (True, 1.0, np.True_, "sideways", 3, None):
+        yield Case(f"is_infinity-mode-{mode!r}", "is_infinity", (x,), {"mode": mode},
+                   refused=rf"gpuops.is_infinity: mode {mode!r}.*allowed: 'either', 'positive', 'negative'")
+    for level in (1.5, True, "six", 0x6500):
+        yield Case(f"sign-feature-level-{level!r}", "sign", (x,), {"feature_level": level},
+                   refused=rf"gpuops.sign: feature_level {level!r} is not a")
+    yield Case("sign-feature-level-6.4", "sign", (x,), {"feature_level": "6.4"}, dtype="float32")
+    yield Case("sign-feature-level-int", "sign", (x,), {"feature_level": 0x2000}, dtype="float32")
+    yield Case("sign-int64-at-4_0", "sign", (np.int64([3]),), {"feature_level": "4.0"}, numpy="int64",
+               refused="NumPy computes in int64; gpuops computes sign at feature level 4_0 in float16, float32, "
+                       "int16, int32, int8, uint16, uint32, uint8 and does not cast")
+    yield Case("sign-int64-at-4_1", "sign", (np.int64([3]),), {"feature_level": "4.1"}, dtype="int64")
+    yield Case("modulus_floor-python-ints-at-5_2", "modulus_floor", (7, 3), {"feature_level": "5.2"}, numpy="int64",
+               refused="NumPy computes in int64; gpuops computes modulus_floor at feature level 5_2")
+    yield Case("is_infinity-at-2_0", "is_infinity", (x,), {"feature_level": "2.0"}, numpy="bool",
+               refused="none \\(the operator does not exist at that level\\)")
+    yield Case("sign-float16-at-2_0", "sign", (specials("float16"),), {"feature_level": "2.0"}, dtype="float16")
+
+
+def out_cases():
+    x = np.float32([1, np.nan, -np.inf])
+    for function, wrong in (("is_nan", np.float32), ("is_infinity", np.int8), ("sign", np.float64)):
+        allowed = "bool or uint8" if function != "sign" else "float32"
+        yield Case(f"{function}-out-dtype", function, (x,), {"out": np.empty(3, wrong)},
+                   refused=rf"out has dtype {np.dtype(wrong)} and shape \(3,\); the result has dtype {allowed} and")
+        yield Case(f"{function}-out-shape", function, (x,), {"out": np.empty((1, 3), np.uint8 if function != "sign"
+                                                                              else np.float32)},
+                   refused=r"out has dtype .* and shape \(1, 3\); the result has dtype .* and shape \(3,\)")
+    read_only = np.empty(3, np.bool_)
+    read_only.flags.writeable = False
+    yield Case("is_nan-out-read-only", "is_nan", (x,), {"out": read_only}, refused="out is read-only")
+    yield Case("sign-out-list", "sign", (x,), {"out": [0, 0, 0]}, refused="out is list, not a numpy.ndarray")
+    yield Case("sign-out-masked", "sign", (x,), {"out": np.ma.masked_array(np.empty(3, np.float32))},
+               refused="out is a numpy.ma.MaskedArray")
+    yield Case("modulus_floor-out-0d-shape", "modulus_floor", (np.int8(7), 3), {"out": np.empty(1, np.int8)},
+               refused=r"shape \(1,\); the result has dtype int8 and shape \(\)")
+
+
+CASES = [*same_type_cases(), *python_scalar_cases(), *mixed_cases(), *refused_type_cases(), *list_cases(),
+         *zero_dimensional_cases(), *empty_and_broadcast_cases(), *argument_cases(), *out_cases()]
+
+
+def assert_identical(got, want) -> None:
+    """Same kind of object (NumPy scalar or array), same dtype and shape, same bits (NaN payloads aside)."""
+    assert type(got) is type(want), f"gpuops gave {type(got).__name__}, NumPy {type(want).__name__}"
+    mismatch = compare(np.asarray(got), np.asarray(want))
+    assert mismatch is None, mismatch.describe()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_table(device, case):
+    run = getattr(gpuops, case.function)
+    kwargs = {"device": device, **case.kwargs}
+    if case.refused is not None:
+        if isinstance(case.numpy, type):  # NumPy refuses too
+            with pytest.raises(case.numpy), np.errstate(all="ignore"):
+                numpy_result(case.function, case.args, case.kwargs)
+        elif case.numpy is not None:  # NumPy computes: in a type gpuops does not, or (bool) by choice
+            assert np.asarray(numpy_result(case.function, case.args, case.kwargs)).dtype == case.numpy
+        with pytest.raises(case.error, match=case.refused) as refusal:
+            run(*case.args, **kwargs)
+        assert isinstance(refusal.value, gpuops.GpuOpsError) or case.error is TypeError
+        assert str(refusal.value).startswith(f"gpuops.{case.function}: ")
+        return
+    want = numpy_result(case.function, case.args, case.kwargs)
+    assert want.dtype == np.dtype(case.dtype), "the table's dtype is NumPy's"
+    with np.errstate(all="ignore"):
+        got = run(*case.args, **kwargs)
+    assert_identical(got, want)
+
+
+@pytest.mark.parametrize("function", UNARY)
+def test_predicates_and_sign_out(device, function):
+    x = np.array([[1, np.nan, -np.inf], [np.inf, -0.0, 2]], np.float16)
+    run = getattr(gpuops, function)
+    want = numpy_result(function, (x,), {})
+    allowed = [np.bool_, np.uint8] if function != "sign" else [np.float16]
+    for dtype in allowed:
+        out = np.full(x.shape, 7, dtype)  # not 0/1: every element must be written
+        assert run(x, out=out, device=device) is out
+        assert out.dtype == dtype
+        assert_identical(out, want.astype(dtype))
+    out = np.empty((), allowed[0])  # with out=, a 0-d result is the out array, as in NumPy
+    assert run(x[1, 1], out=out, device=device) is out
+    assert_identical(out, np.asarray(numpy_result(function, (x[1, 1],), {})))
+    transposed = np.zeros((3, 2), allowed[0]).T  # out in any layout
+    assert run(x, out=transposed, device=device) is transposed
+    assert_identical(transposed, want.astype(allowed[0]))
+
+
+def test_modulus_out(device):
+    a, b = np.int16([[7, -7, 30000]]), np.int16([[3], [-4]])
+    out = np.empty((2, 3), np.int16)
+    assert gpuops.modulus_floor(a, b, out=out, device=device) is out
+    assert_identical(out, np.remainder(a, b))
+    assert gpuops.modulus_truncate(np.int8(-7), 3, out=np.empty((), np.int8), device=device) == np.int8(-1)
+
+
+def test_predicates_index_and_negate(device):
+    x = np.float32([1, np.nan, np.inf, -2, np.nan])
+    nan = gpuops.is_nan(x, device=device)
+    assert nan.dtype == np.bool_ and nan.flags.writeable
+    assert x[nan].size == 2 and np.isnan(x[nan]).all()
+    assert (~nan).tolist() == [True, False, True, True, False]
+    assert x[gpuops.is_infinity(x, device=device)].tolist() == [np.inf]
+
+
+class Untouchable(gpuops.Device):
+    """A device any use of which fails: the calls below must do no GPU work. Only its level may be read."""
+
+    def __init__(self):  # no adapter
+        pass
+
+    def __getattribute__(self, name):
+        if name == "feature_level":
+            return FeatureLevel.LEVEL_6_4
+        raise AssertionError(f"the device was used ({name}) for an empty result")
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_empty_inputs_do_no_gpu_work(function):
+    device = Untouchable()
+    arity = 2 if function.startswith("modulus") else 1
+    x = np.zeros((2, 0, 3), np.float32)
+    args = (x, np.ones(3, np.float16))[:arity]
+    want = numpy_result(function, args, {})
+    assert_identical(getattr(gpuops, function)(*args, device=device), want)
+    out = np.empty(want.shape, want.dtype)
+    assert getattr(gpuops, function)(*args, device=device, out=out, feature_level="3.0") is out
+    with pytest.raises(AssertionError, match="the device was used"):  # the device is untouchable indeed
+        getattr(gpuops, function)(*(np.ones((2, 3), np.float32),) * arity, device=device)
+
+
+def test_gather_threshold():
+    """A view is gathered when its span passes 2 x its elements' bytes + 64 KiB; at the threshold it is not."""
+    assert api.GATHER_SLACK_BYTES == 64 * 1024
+    at = np.zeros(65540, np.int8)[::65539]  # 2 elements spanning 65540 bytes = 2 * 2 + 65536
+    past = np.zeros(65541, np.int8)[::65540]  # one byte more
+    assert at.size == past.size == 2
+    assert not api.gathers(at) and api.gathers(past)
+    assert api.gathers(past[::-1])  # negative strides span alike
+    x = np.zeros(1 << 20, np.float32)
+    assert not api.gathers(x) and not api.gathers(x[::2]) and not api.gathers(x[::1000][:16])  # small spans
+    assert api.gathers(x[::3]) and api.gathers(x.reshape(1024, 1024)[:, 0])
+    assert not api.gathers(np.broadcast_to(np.float32(1), (1 << 20,)))  # zero strides: no span at all
+    assert not api.gathers(x[:0])
+
+
+def _uploads(monkeypatch) -> list[int]:
+    """The byte counts the NumPy-level functions upload for their inputs, call by call (memory given twice is
+    uploaded once)."""
+    sizes: list[int] = []
+    upload = api._upload_run_read
+
+    def spy(spec, device, compiled, views, spans, out_size):
+        uploaded = {(view.__array_interface__["data"][0], raw.size): None for view, raw in zip(views, spans)}
+        sizes.extend(size for _, size in uploaded)
+        return upload(spec, device, compiled, views, spans, out_size)
+
+    monkeypatch.setattr(api, "_upload_run_read", spy)
+    return sizes
+
+
+def test_sparse_views_upload_their_elements_and_dense_ones_their_span(device, monkeypatch):
+    uploads = _uploads(monkeypatch)
+    m = np.random.default_rng(4).standard_normal((2048, 2048)).astype(np.float32)
+    column = m[:, 0]  # spans 16 MiB
+    assert_identical(gpuops.sign(column, device=device), numpy_sign(column))
+    assert uploads == [2048 * 4]
+    uploads.clear()
+    every_other = m.reshape(-1)[::2]  # below the threshold: uploaded as it lies, run strided
+    assert_identical(gpuops.sign(every_other, device=device), numpy_sign(every_other))
+    assert uploads == [m.nbytes - 4]
+    uploads.clear()
+    corner = m[::256, ::512].T  # gathered in its own axis order: the result is laid out as NumPy's
+    got = gpuops.modulus_floor(corner, corner, device=device)
+    assert uploads == [corner.nbytes]  # the same view twice: gathered and uploaded once
+    with np.errstate(all="ignore"):
+        want = np.remainder(corner, corner)
+    assert_identical(got, want)
+    assert got.strides == want.strides
+
+
+def test_a_few_elements_of_an_array_larger_than_a_buffer(device, monkeypatch):
+    big = np.arange(16 << 20, dtype=np.float32) - 8.0  # 64 MiB
+    pair = big[7 :: (16 << 20) - 8]  # -1 and the last element: a 2-element view spanning 64 MiB
+    assert pair.size == 2
+    small = device_with(device, max_buffer_size=1 << 20)
+    assert_identical(gpuops.sign(pair, device=small), numpy_sign(pair))
+    assert gpuops.is_nan(pair, device=small).tolist() == [False, False]
+    monkeypatch.setattr(api, "gathers", lambda array: False)  # uploaded as it lies, the span would not fit
+    with pytest.raises(gpuops.DeviceError, match="holds at most 1048576 bytes"):
+        gpuops.sign(pair, device=small)
