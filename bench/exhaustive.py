@@ -86,9 +86,9 @@ def check_small(device: gpuops.Device) -> int:
             failures += report(f"{name} {dtype.__name__}", getattr(gpuops, name)(a, b, device=device), want, (a, b))
     x = ALL_HALVES.view(np.float16)
     unary = [("sign", gpuops.sign(x, device=device), "ELEMENT_WISE_SIGN", None, DataType.FLOAT16),
-             ("is_nan", gpuops.is_nan(x, device=device), "ELEMENT_WISE_IS_NAN", None, DataType.UINT8)]
+             ("is_nan", gpuops.is_nan(x, device=device).view(np.uint8), "ELEMENT_WISE_IS_NAN", None, DataType.UINT8)]
     for mode in IsInfinityMode:
-        unary.append((f"is_infinity {mode.name}", gpuops.is_infinity(x, mode, device=device),
+        unary.append((f"is_infinity {mode.name}", gpuops.is_infinity(x, mode, device=device).view(np.uint8),
                       "ELEMENT_WISE_IS_INFINITY", mode, DataType.UINT8))
     for label, got, operator, mode, out_type in unary:
         failures += report(f"{label} float16", got, expected(operator, mode, out_type, x), (x,))

@@ -55,11 +55,13 @@ def run_numpy_api(operator: str, mode, out_type: DataType, *inputs, **kwargs) ->
     if operator == "ELEMENT_WISE_SIGN":
         return gpuops.sign(*inputs, **kwargs)
     if operator == "ELEMENT_WISE_IS_NAN":
-        if out_type != DataType.UINT8:  # the NumPy-level API always returns uint8; UINT32 is DML-level only
-            raise ValueError("numpy API returns uint8")
-        return gpuops.is_nan(*inputs, **kwargs)
+        # The NumPy-level predicates return bool (0/1 bytes), compared here as the DML level's UINT8; UINT32 is
+        # DML-level only.
+        if out_type != DataType.UINT8:
+            raise ValueError("the NumPy-level predicates return bool, compared as uint8")
+        return gpuops.is_nan(*inputs, **kwargs).view(np.uint8)
     if operator == "ELEMENT_WISE_IS_INFINITY":
-        return gpuops.is_infinity(*inputs, mode=mode, **kwargs)
+        return gpuops.is_infinity(*inputs, mode=mode, **kwargs).view(np.uint8)
     if operator == "ELEMENT_WISE_MODULUS_FLOOR":
         return gpuops.modulus_floor(*inputs, **kwargs)
     return gpuops.modulus_truncate(*inputs, **kwargs)
