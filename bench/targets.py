@@ -156,9 +156,7 @@ def label(row: dict) -> str:
 
 
 def measure(args) -> dict:
-    device = gpuops.Device()
-    if args.units_per_invocation:
-        device.units_per_invocation = args.units_per_invocation
+    device = gpuops.Device(policy=gpuops.DispatchPolicy(units_per_invocation=args.units_per_invocation))
     runner = Runner(device, args.iterations, args.repeats)
     n = args.elements
     side = int(n ** 0.5)

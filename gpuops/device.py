@@ -158,7 +158,9 @@ class Device:
 
     def _create_pipeline(self, key: KernelKey):
         device, api = self.wgpu_device, self.wgpu
-        module = create_shader_module(api, device, key.shader, shader_source(key), self.runtime_checks)
+        source = shader_source(key)
+        shaders.dump_shader(key, source)
+        module = create_shader_module(api, device, key.shader, source, self.runtime_checks)
         entries = [{"binding": 0, "visibility": api.ShaderStage.COMPUTE,
                     "buffer": {"type": api.BufferBindingType.uniform}}]
         for binding, _, access, _ in shaders.bindings(key):
@@ -333,6 +335,12 @@ class CompiledOperator:
         planning: nothing is created on the device (but the pack2x16float probe, once, where a kernel needs it)."""
         validate_bindings(self.spec, self.desc, bindings, self.device)
         return self._dispatch_plans(bindings)
+
+    def kernels(self, bindings: Mapping[str, Binding]) -> tuple[shaders.Kernel, ...]:
+        """The exact kernels these bindings would run, in order: each one's key, grid and full WGSL text (whose
+        head names every key field). Nothing is compiled or dispatched."""
+        return tuple(shaders.Kernel(plan.key, plan.grid_size, shader_source(plan.key))
+                     for plan in self.dispatch_plans(bindings))
 
     def _dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
         ordered = [bindings[name] for name in self.tensor_fields]

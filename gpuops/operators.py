@@ -99,10 +99,13 @@ class OperatorSpec:
     output: str
     same_data_type: tuple[str, ...]  # fields whose DataType must be equal
     in_place: bool  # may the output alias an input (identical region)?
-    shader: str  # file under wgsl/ops/
+    shader: str  # file under wgsl/ops/: fn op over lanes
     # What the shader text depends on besides data types and layout: desc field -> WGSL constant.
     shader_constants: Callable[[object], dict[str, int]] = lambda desc: {}
     divides: bool = False  # its shader divides (lanes_fmod): integer types then need a divider (plan.py)
+    # Files under wgsl/ the operator's math needs for an input type, beyond the type's family (e.g. the modulus's
+    # remainders of that family): an operator that does not divide includes no division library.
+    type_files: Callable[[DataType], tuple[str, ...]] = lambda data_type: ()
     # Per input type, where its kernel differs from the default (TypePolicy).
     type_policies: Mapping[DataType, TypePolicy] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -130,6 +133,19 @@ def _modulus_policies(floor: bool) -> Mapping[DataType, TypePolicy]:
     return MappingProxyType(policies)
 
 
+def _modulus_files(data_type: DataType) -> tuple[str, ...]:
+    """The remainders of the input type's family (wgsl/ops/modulus/) and the libraries they are built on. Integer
+    division libraries (the divider, the signed remainders) are the planner's choice: plan.KernelKey.divider."""
+    if data_type == DataType.FLOAT32:
+        return ("lib/f32_bits.wgsl", "lib/rem_by_estimate.wgsl", "ops/modulus/float32.wgsl")
+    if data_type == DataType.FLOAT16:
+        return ("lib/f16_bits.wgsl", "ops/modulus/float16.wgsl")
+    if data_type in (DataType.INT64, DataType.UINT64):
+        return (f"ops/modulus/{'sint64' if data_type == DataType.INT64 else 'uint64'}.wgsl",)
+    signed = data_type in (DataType.INT8, DataType.INT16, DataType.INT32)
+    return ("ops/modulus/lanes.wgsl", f"ops/modulus/{'sint' if signed else 'uint'}.wgsl")
+
+
 OPERATORS: tuple[OperatorSpec, ...] = (
     OperatorSpec("ELEMENT_WISE_SIGN", 79, FeatureLevel.LEVEL_2_0, SignDesc,
                  ("input_tensor",), "output_tensor", ("input_tensor", "output_tensor"), True, "sign.wgsl"),
@@ -140,10 +156,12 @@ OPERATORS: tuple[OperatorSpec, ...] = (
                  lambda desc: {"INFINITY_MODE": int(desc.infinity_mode)}),
     OperatorSpec("ELEMENT_WISE_MODULUS_TRUNCATE", 101, FeatureLevel.LEVEL_2_1, ModulusTruncateDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus_truncate.wgsl", divides=True, type_policies=_modulus_policies(floor=False)),
+                 "modulus/truncate.wgsl", divides=True, type_files=_modulus_files,
+                 type_policies=_modulus_policies(floor=False)),
     OperatorSpec("ELEMENT_WISE_MODULUS_FLOOR", 102, FeatureLevel.LEVEL_2_1, ModulusFloorDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus_floor.wgsl", divides=True, type_policies=_modulus_policies(floor=True)),
+                 "modulus/floor.wgsl", divides=True, type_files=_modulus_files,
+                 type_policies=_modulus_policies(floor=True)),
 )
 
 _BY_DESC_TYPE = {spec.desc_type: spec for spec in OPERATORS}

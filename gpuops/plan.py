@@ -164,8 +164,8 @@ class KernelKey:
     row_group: int  # rows an invocation takes (ROWS grids)
     workgroup_size: int
     units_per_invocation: int
-    signed_remainder: str | None  # wgsl/lib file giving signed remainders (dtype/sint.wgsl), or None
-    divider: str  # wgsl/lib file giving magnitude remainders and the workgroup's preparation
+    signed_remainder: str | None  # wgsl/lib file giving signed remainders (dividing signed 8-32-bit types)
+    divider: str | None  # wgsl/lib file giving magnitude remainders (dividing 8-32-bit integer types)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     pack_rounds_to_nearest: bool = False  # float16 results rounded by pack2x16float as NumPy rounds them
 
@@ -463,16 +463,19 @@ class _Shape:
         """8-bit division by a table of reciprocals in workgroup memory, filled once per workgroup."""
         return self.input_type.size == 1 and self.spec.divides
 
-    def divider(self) -> str:
-        """The file in wgsl/lib/ that defines magnitude_rem and prepare_workgroup."""
+    def divider(self) -> str | None:
+        """The file in wgsl/lib/ that defines magnitude_rem: 8-bit types divide by a table of reciprocals (whose
+        workgroup memory it prepares), uint16 by a float estimate of the quotient, 32-bit types by `%`."""
+        if not self.spec.divides or self.input_type.size not in (1, 2, 4) or self.input_type.numpy_dtype.kind == "f":
+            return None
         if self.reciprocal_table():
             return "divide_by_reciprocals.wgsl"
-        if self.input_type == DataType.UINT16 and self.spec.divides:
+        if self.input_type == DataType.UINT16:
             return "divide_by_estimate.wgsl"
         return "divide_plain.wgsl"
 
     def signed_remainder(self) -> str | None:
-        if self.input_type not in (DataType.INT8, DataType.INT16, DataType.INT32):
+        if not self.spec.divides or self.input_type not in (DataType.INT8, DataType.INT16, DataType.INT32):
             return None
         return self.spec.type_policy(self.input_type).signed_remainder or "signed_by_magnitudes.wgsl"
 

@@ -9,9 +9,13 @@ bodies live in wgsl/ as hand-written files.
 from __future__ import annotations
 
 import functools
+import hashlib
+import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .enums import DataType
+from .operators import spec_by_name
 from .plan import Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement
 
 # wgsl/ beside the package in a source checkout; gpuops/wgsl/ in an installed wheel (see pyproject.toml).
@@ -19,10 +23,11 @@ _HERE = Path(__file__).resolve().parent
 WGSL_DIR = next((p for p in (_HERE / "wgsl", _HERE.parent / "wgsl") if (p / "common.wgsl").is_file()),
                 _HERE.parent / "wgsl")
 
-# Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs).
+# Element type -> (family file in wgsl/dtype/, libraries in wgsl/lib/ it needs): what every operator needs of the
+# type (constants, predicates). An operator's own math for a type comes from its row (OperatorSpec.type_files).
 DTYPE_SHADERS: dict[DataType, tuple[str, tuple[str, ...]]] = {
-    DataType.FLOAT32: ("float32.wgsl", ("f32_bits.wgsl", "rem_by_estimate.wgsl", "float_lanes.wgsl")),
-    DataType.FLOAT16: ("float16.wgsl", ("f16_bits.wgsl", "float_lanes.wgsl")),
+    DataType.FLOAT32: ("float32.wgsl", ("float_lanes.wgsl",)),
+    DataType.FLOAT16: ("float16.wgsl", ("float_lanes.wgsl",)),
     DataType.INT32: ("sint.wgsl", ()),
     DataType.INT16: ("sint.wgsl", ()),
     DataType.INT8: ("sint.wgsl", ()),
@@ -150,13 +155,18 @@ def shader_files(key: KernelKey) -> list[str]:
     if files[-1] != "out_chunks.wgsl" and not key.wide:
         files.append("out_word_lanes.wgsl")  # narrow.wgsl's multi-word lane stores, word by word
     files.append("unary.wgsl" if key.input_count == 1 else "binary.wgsl")
-    # (dict.fromkeys: a library two of these need is included once)
-    signed = key.signed_remainder
-    needed = dict.fromkeys(libraries + DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,)
-                           + ((signed,) if signed else ()))
-    files += [f"lib/{name}" for name in needed]
-    files += [f"dtype/{family}", f"ops/{key.shader}"]
-    return files
+    files += [f"lib/{name}" for name in libraries]
+    if key.divider is not None:
+        files += [f"lib/{name}" for name in DIVIDER_LIBRARIES.get(key.divider, ()) + (key.divider,)]
+    if key.signed_remainder is not None:
+        files.append(f"lib/{key.signed_remainder}")
+    # Only the 8-bit division table keeps anything in workgroup memory (and prepares it).
+    if key.divider != "divide_by_reciprocals.wgsl":
+        files.append("lib/no_workgroup_memory.wgsl")
+    files.append(f"dtype/{family}")
+    files += spec_by_name(key.operator).type_files(key.input_type)
+    files.append(f"ops/{key.shader}")
+    return list(dict.fromkeys(files))  # a library two of these need is included once
 
 
 @functools.lru_cache(maxsize=None)
@@ -169,3 +179,37 @@ def shader_source(key: KernelKey) -> str:
     for relative in shader_files(key):
         parts.append(f"// ---- {relative}\n{_read(relative)}")
     return "\n".join(parts)
+
+
+DUMP_ENV = "GPUOPS_DUMP_SHADERS"  # a folder: every shader compiled from then on is written there, key in its head
+
+
+def shader_name(key: KernelKey) -> str:
+    """A file name for the kernel: its operator, types and a digest of its whole key."""
+    digest = hashlib.sha256(repr(key).encode()).hexdigest()[:12]
+    operator = key.operator.removeprefix("ELEMENT_WISE_").lower()
+    return f"{operator}-{key.input_type.name.lower()}-{key.output_type.name.lower()}-{digest}.wgsl"
+
+
+def dump_shader(key: KernelKey, source: str) -> Path | None:
+    """Writes the shader to $GPUOPS_DUMP_SHADERS, where that names a folder (created if missing)."""
+    folder = os.environ.get(DUMP_ENV)
+    if not folder:
+        return None
+    path = Path(folder) / shader_name(key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return path
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """What one dispatch would run (CompiledOperator.kernels): its key, its grid of workgroups and its shader."""
+
+    key: KernelKey
+    grid_size: tuple[int, int, int]
+    source: str
+
+    @property
+    def name(self) -> str:
+        return shader_name(self.key)

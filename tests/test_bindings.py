@@ -525,7 +525,7 @@ def test_regions_of_one_buffer_far_apart(small_limit_device):
     got = np.frombuffer(device.wgpu_device.queue.read_buffer(buffer), np.float32)
     assert_same_bits(got[768:808], np.fmod(heap[0:40], heap[256:296]))
     assert_same_bits(np.delete(got, np.s_[768:808]), np.delete(heap, np.s_[768:808]))
-    keys = [k for k in device._pipelines if k.shader == "modulus_truncate.wgsl"]
+    keys = [k for k in device._pipelines if k.operator == "ELEMENT_WISE_MODULUS_TRUNCATE"]
     assert any(Placement.SHARED in k.placements for k in keys)
 
 

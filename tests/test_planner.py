@@ -111,14 +111,16 @@ MOD_FLOOR, MOD_TRUNC, SIGN, IS_NAN = ("ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WIS
     (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_reciprocals.wgsl",)),
     (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
     (DataType.INT16, "divide_plain.wgsl", ("signed_by_estimate.wgsl",)),
-    (DataType.FLOAT16, "divide_plain.wgsl", ()),
+    (DataType.FLOAT16, None, ()),
+    (DataType.INT64, None, ()),
     (DataType.INT32, "divide_plain.wgsl", ("signed_by_magnitudes.wgsl",)),
 ], ids=str)
 def test_modulus_divides_by_width(data_type, divider, libraries):
     # 8-bit integers: a table of reciprocals (int8 by its signed entries); uint16: a corrected float estimate;
-    # int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats divide in float32.
+    # int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats and 64-bit types divide
+    # in their own remainder libraries.
     files = shader_files(_key(MOD_FLOOR, data_type, data_type, (64,)))
-    assert f"lib/{divider}" in files
+    assert [f for f in files if f.startswith("lib/divide")] == ([f"lib/{divider}"] if divider else [])
     optional = {"rem_by_estimate.wgsl", "signed_by_estimate.wgsl", "signed_by_magnitudes.wgsl",
                 "signed_by_reciprocals.wgsl"}
     assert {name for name in optional if f"lib/{name}" in files} == set(libraries) & optional
@@ -152,11 +154,15 @@ def test_units_per_invocation(operator, data_type, sizes, strides, expected):
     assert _key(operator, data_type, data_type, sizes, strides, workgroup_size=2).units_per_invocation == expected
 
 
-def test_one_input_kernels_include_no_division():
-    """A kernel includes the division libraries only where its operator divides."""
-    for data_type in (DataType.FLOAT32, DataType.FLOAT16):
-        files = shader_files(_key(IS_NAN, data_type, DataType.UINT8, (64,)))
-        assert not any("divide_by" in f or "signed_by" in f for f in files)
+@pytest.mark.parametrize("operator, data_type", [(IS_NAN, DataType.FLOAT32), (IS_NAN, DataType.FLOAT16),
+                                                 (SIGN, DataType.INT8), (SIGN, DataType.INT64),
+                                                 (SIGN, DataType.UINT16)], ids=str)
+def test_kernels_that_do_not_divide_include_no_division(operator, data_type):
+    """A kernel includes the remainder libraries only where its operator divides."""
+    out_type = DataType.UINT8 if operator == IS_NAN else data_type
+    files = shader_files(_key(operator, data_type, out_type, (64,)))
+    assert not [f for f in files if "modulus" in f or "divide" in f or "signed_by" in f or "_bits" in f
+                or "rem_by" in f], files
 
 
 def test_forms_and_placements_of_a_padded_layout():
@@ -165,3 +171,26 @@ def test_forms_and_placements_of_a_padded_layout():
     assert key.forms == (Form.CHUNK_ROWS, Form.CHUNK_ROWS, Form.LINEAR)
     assert key.placements == (Placement.SEPARATE, Placement.SEPARATE)
     assert key.grid is Grid.ROWS and key.output_store is OutputStore.UNITS
+
+
+def test_kernels_show_the_exact_shader_and_a_dump_holds_every_compiled_one(device, tmp_path, monkeypatch):
+    """CompiledOperator.kernels gives each dispatch's key, grid and WGSL; $GPUOPS_DUMP_SHADERS receives every shader
+    compiled, named by its key's digest, with every key field named in its head."""
+    from gpuops.shaders import DUMP_ENV, shader_source
+    from .dml import USAGE, device_with
+    monkeypatch.setenv(DUMP_ENV, str(tmp_path))
+    fresh = device_with(device)  # its own pipelines: compiled now
+    desc = make_desc(MOD_FLOOR, None, DataType.INT8, DataType.INT8, (4, 64), {"b_tensor": (0, 1)})
+    buffers = {name: fresh.wgpu_device.create_buffer(size=512, usage=USAGE) for name in ("a", "b", "out")}
+    bindings = {"a_tensor": gpuops.Binding(buffers["a"]), "b_tensor": gpuops.Binding(buffers["b"]),
+                "output_tensor": gpuops.Binding(buffers["out"])}
+    compiled = fresh.compile(desc)
+    kernels = compiled.kernels(bindings)
+    assert len(kernels) == 1 and kernels[0].source == shader_source(kernels[0].key)
+    head = kernels[0].source.split("alias InElem")[0]
+    for field in kernels[0].key.__dataclass_fields__:
+        assert f"//   {field} = " in head
+    assert not list(tmp_path.iterdir())  # nothing compiled yet
+    compiled.execute(bindings)
+    dumped = tmp_path / kernels[0].name
+    assert dumped.read_text() == kernels[0].source

@@ -15,12 +15,3 @@ fn elem_is_zero(x: u32) -> bool {
 fn elem_is_negative(x: u32) -> bool {
     return (x >> 31u) == 1u;
 }
-
-// One lane: C's fmodf (np.fmod) and Python's modulus (np.remainder), exact (lib/f32_bits.wgsl).
-fn lanes_fmod(a: u32, b: u32) -> u32 {
-    return f32_remainder_bits(a, b, false);
-}
-
-fn lanes_mod_floor(a: u32, b: u32) -> u32 {
-    return f32_remainder_bits(a, b, true);
-}

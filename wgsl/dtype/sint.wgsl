@@ -27,14 +27,3 @@ fn elem_is_zero(x: u32) -> bool {
 fn elem_is_negative(x: u32) -> bool {
     return (x >> (IN_BITS - 1u)) == 1u;
 }
-
-// C's truncated remainder and Python's modulus in every lane: lib/signed_by_magnitudes.wgsl, or for int16
-// lib/signed_by_estimate.wgsl and for int8 lib/signed_by_reciprocals.wgsl, chosen by
-// KernelKey.signed_remainder.
-fn lanes_fmod(a: u32, b: u32) -> u32 {
-    return signed_lanes_rem(a, b, false);
-}
-
-fn lanes_mod_floor(a: u32, b: u32) -> u32 {
-    return signed_lanes_rem(a, b, true);
-}

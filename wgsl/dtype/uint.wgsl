@@ -26,13 +26,3 @@ fn elem_is_zero(x: u32) -> bool {
 fn elem_is_negative(x: u32) -> bool {
     return false;
 }
-
-// C's truncated remainder in every lane; x % 0 is 0 (gpuops decision, as NumPy).
-fn lanes_fmod(a: u32, b: u32) -> u32 {
-    return lanes_magnitude_rem(a, b) & ~lanes_fill(lanes_zero(b));
-}
-
-// Python's modulus equals C's: no unsigned value is negative.
-fn lanes_mod_floor(a: u32, b: u32) -> u32 {
-    return lanes_fmod(a, b);
-}

@@ -26,12 +26,3 @@ fn elem_is_zero(x: vec2<u32>) -> bool {
 fn elem_is_negative(x: vec2<u32>) -> bool {
     return false;
 }
-
-fn lanes_fmod(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return u64_rem(a, b);  // 0 for a zero divisor
-}
-
-// Python's modulus equals C's: no unsigned value is negative.
-fn lanes_mod_floor(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
-    return lanes_fmod(a, b);
-}
