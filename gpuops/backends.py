@@ -86,8 +86,8 @@ def installed_backends() -> list[str]:
 # clamps indices into fixed-size arrays and bounds every loop with a counter; Dawn clamps indices (its robustness
 # transform) and zero-fills workgroup memory. gpuops' shaders are its own: they index only within bindings that
 # validation has sized and within their own tables, fill their workgroup memory before reading it, and every loop
-# ends, so by default they run without that code, as Chrome's Skia and ONNX Runtime run theirs on Dawn. On an H200
-# leaving it out made int8 modulus 6-17% and float16 modulus 2-9% faster (docs/performance.md).
+# ends, so by default they run without that code, as Chrome's Skia and ONNX Runtime run theirs on Dawn; the
+# division-heavy kernels gain most from its absence (docs/performance.md).
 # `Device(runtime_checks=True)` or GPUOPS_RUNTIME_CHECKS=1 keeps it.
 RUNTIME_CHECKS_ENV = "GPUOPS_RUNTIME_CHECKS"
 DAWN_UNCHECKED_TOGGLES = ("disable_robustness", "disable_workgroup_init")  # device toggles that leave them out

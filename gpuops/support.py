@@ -1,4 +1,4 @@
-"""DirectML's support tables for the five operators, as declarative rows (see shared reference directml.md).
+"""DirectML's support tables for the five operators, as declarative rows (docs/semantics.md).
 
 A row applies from its feature level up to the next row of the same operator. `dimension_counts` lists the
 allowed DimensionCount values; `types` maps each tensor field to its allowed data types.

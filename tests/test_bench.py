@@ -25,7 +25,7 @@ from .reference import assert_same_bits, reference
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "bench" / "models"
-EXAMPLE = MODELS / "sign_in_place.json"  # the example of the shared reference dxdispatch.md, verbatim
+EXAMPLE = MODELS / "sign_in_place.json"  # the DxDispatch format's own example, verbatim
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -1,4 +1,4 @@
-"""DxDispatch model files, run on WebGPU: the format DirectML users already write (shared reference dxdispatch.md).
+"""DxDispatch model files, run on WebGPU: the format DirectML users already write.
 
 Two stages, so that a malformed model never touches the GPU:
 

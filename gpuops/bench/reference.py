@@ -1,7 +1,7 @@
 """NumPy as the oracle for benchmarks: a kernel is timed only after its result matched this bit for bit.
 
-Kept apart from the tests' oracle on purpose (an installed gpuops has no tests/), and written from the contract in
-the shared reference: SIGN gives +0 for NaN and -0, IS_INFINITY follows its mode, MODULUS_FLOOR is np.remainder
+Kept apart from the tests' oracle on purpose (an installed gpuops has no tests/), and written from the contract
+(docs/semantics.md): SIGN gives +0 for NaN and -0, IS_INFINITY follows its mode, MODULUS_FLOOR is np.remainder
 and MODULUS_TRUNCATE is np.fmod on the same dtype.
 """
 

@@ -59,9 +59,8 @@ class Session:
         """Calibrate the timer and prepare the arena and the copy roof.
 
         With `hold_cuda_context` (and always with --compare torch, so that every case is timed in the same state)
-        a CUDA context is opened through PyTorch first and held for the run: on an NVIDIA H200 the driver ran
-        Vulkan compute in a lower performance state while no CUDA context existed on the GPU (is_nan float32 at
-        2^26 elements: 912 GB/s without, 3777 GB/s with)."""
+        a CUDA context is opened through PyTorch first and held for the run: NVIDIA's driver runs Vulkan compute in
+        a lower performance state while no CUDA context exists on the GPU."""
         context = None
         requested = hold_cuda_context or "torch" in compare
         if requested:
@@ -104,7 +103,7 @@ class Session:
             return ["no CUDA context was held: PyTorch with CUDA is not available"]
         if not self.cuda_held and self.device.adapter.info.get("vendor_id") == NVIDIA_VENDOR_ID:
             return ["NVIDIA adapter without a CUDA context in use: the driver may run Vulkan compute in a lower "
-                    "performance state (an H200 ran some kernels up to 4x slower); --cuda-context holds one "
+                    "performance state (some kernels run several times slower); --cuda-context holds one "
                     "(needs PyTorch with CUDA), as does any CUDA program running on the GPU"]
         return []
 
