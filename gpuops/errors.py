@@ -19,3 +19,12 @@ class DeviceError(GpuOpsError, RuntimeError):
 
 class FrozenDescriptionError(GpuOpsError, dataclasses.FrozenInstanceError):
     """A description was changed after construction: they are immutable (compiled operators are cached by them)."""
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """repr(value) for an error message, cut short: a refused argument may be a huge list or string."""
+    try:
+        text = repr(value)
+    except Exception:  # a caller's object whose repr fails must not replace the error being reported
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

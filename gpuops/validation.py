@@ -37,8 +37,8 @@ def validate(desc: object, feature_level: FeatureLevel | str | int = FeatureLeve
     """Raise ValidationError naming the operator, the field and the allowed values if `desc` breaks a rule."""
     try:
         level = FeatureLevel.parse(feature_level)
-    except (ValueError, TypeError) as exc:
-        raise ValidationError(str(exc)) from None
+    except ValidationError as exc:
+        raise ValidationError(f"validate: feature_level: {exc}") from None
     spec = spec_of(desc)
     refusal = _first_refusal(spec, desc, level)
     if refusal is not None:
