@@ -13,6 +13,20 @@ class ValidationError(GpuOpsError, ValueError):
     """A description, binding or array that DirectML's contract (or gpuops' own decisions) refuses."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Where a description breaks the contract: kept as data so errors and tests can name the field."""
+
+    operator: str
+    field: str  # e.g. "ModulusFloorDesc.b_tensor.data_type"
+    message: str
+
+    def error(self) -> ValidationError:
+        err = ValidationError(f"{self.operator}: {self.field}: {self.message}")
+        err.operator, err.field = self.operator, self.field  # type: ignore[attr-defined]
+        return err
+
+
 class DeviceError(GpuOpsError, RuntimeError):
     """No usable adapter, or the adapter cannot do what was asked (memory, limits)."""
 

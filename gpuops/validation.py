@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from .enums import DataType, FeatureLevel, TensorFlags
-from .errors import ValidationError
+from .errors import Refusal, ValidationError
 from .operators import OperatorSpec, spec_of
 from .support import support_row
 from .tensor import TensorDesc, implied_size_in_bytes
@@ -17,20 +16,6 @@ MAX_ELEMENTS = 2**32 - 1
 # Above this many elements an output whose strides fail the quick non-overlap test is refused rather than
 # enumerated address by address (see _output_addresses_distinct).
 EXACT_OVERLAP_CHECK_LIMIT = 1 << 22
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """Where a description breaks the contract: kept as data so errors and tests can name the field."""
-
-    operator: str
-    field: str  # e.g. "ModulusFloorDesc.b_tensor.data_type"
-    message: str
-
-    def error(self) -> ValidationError:
-        err = ValidationError(f"{self.operator}: {self.field}: {self.message}")
-        err.operator, err.field = self.operator, self.field  # type: ignore[attr-defined]
-        return err
 
 
 def validate(desc: object, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4) -> None:
