@@ -131,9 +131,13 @@ def _output_addresses_distinct(tensor: TensorDesc) -> bool:
     # Interleaved layouts can still be distinct: enumerate when that is cheap, refuse otherwise.
     if tensor.element_count > EXACT_OVERLAP_CHECK_LIMIT:
         return False
-    offsets = np.zeros(1, dtype=np.int64)
+    # Strides are only checked to be non-negative: offsets past int64 are enumerated as Python ints (slower, but
+    # exact) rather than wrapping around.
+    last = sum((size - 1) * stride for size, stride in zip(tensor.sizes, tensor.element_strides))
+    dtype = np.int64 if last < 2**63 else object
+    offsets = np.zeros(1, dtype=dtype)
     for size, stride in zip(tensor.sizes, tensor.element_strides):
-        offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).reshape(-1)
+        offsets = (offsets[:, None] + np.arange(size).astype(dtype)[None, :] * stride).reshape(-1)
     return len(np.unique(offsets)) == len(offsets)
 
 
