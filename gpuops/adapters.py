@@ -1,9 +1,36 @@
-"""Finding a WebGPU adapter to run on."""
+"""Finding a WebGPU adapter to run on, and checking the wgpu objects a caller hands in."""
 
 from __future__ import annotations
 
-from .backends import backend_name
-from .errors import DeviceError
+import re
+import sys
+import types
+from collections.abc import Mapping
+
+from .backends import BACKENDS, backend_name
+from .errors import DeviceError, ValidationError, shown
+
+# WebGPU compute on OpenGL needs compute shaders and storage buffers in the GL context: OpenGL ES 3.1 or
+# OpenGL 4.3. wgpu lists older contexts too (NVIDIA's EGL gives a 3.3 one), whose device request then fails.
+GLES_COMPUTE_VERSION = (3, 1)
+GL_COMPUTE_VERSION = (4, 3)
+# The GL_VERSION string wgpu reports as the adapter's description: "4.5 (Core Profile) Mesa 22.3.6",
+# "3.3.0 NVIDIA 550.54", "OpenGL ES 3.2 Mesa 23.0".
+_GL_VERSION = re.compile(r"\s*(OpenGL ES(?:-[A-Z]+)?\s+)?(\d+)\.(\d+)")
+# Limits that are 0 on an adapter without compute shaders or storage buffers.
+_COMPUTE_LIMITS = ("max-compute-invocations-per-workgroup", "max-compute-workgroup-size-x",
+                   "max-compute-workgroups-per-dimension", "max-storage-buffer-binding-size")
+
+
+def wgpu_module_of(obj: object, class_name: str) -> types.ModuleType | None:
+    """The wgpu-py module (wgpu or wgpudawn) whose `class_name` (GPUBuffer, GPUDevice, ...) `obj` is an instance
+    of, or None. Only modules already imported are asked: an object of one that is not cannot exist."""
+    for package in BACKENDS.values():
+        module = sys.modules.get(package)
+        cls = getattr(module, class_name, None) if module is not None else None
+        if isinstance(cls, type) and isinstance(obj, cls):
+            return module
+    return None
 
 
 def adapter_label(adapter) -> str:
@@ -11,13 +38,61 @@ def adapter_label(adapter) -> str:
     return f"{info['device']} ({info['backend_type']}, {info['adapter_type']})"
 
 
+def compute_shader_problem(info: Mapping, limits: Mapping) -> str | None:
+    """Why an adapter with this info and these limits cannot run gpuops' compute shaders, or None when it can.
+    Pure (mappings in, text out) so that adapters no machine here has can be tested."""
+    if info.get("backend_type") == "OpenGL":
+        match = _GL_VERSION.match(str(info.get("description", "")))
+        if match:
+            es, version = bool(match[1]), (int(match[2]), int(match[3]))
+            needed = GLES_COMPUTE_VERSION if es else GL_COMPUTE_VERSION
+            if version < needed:
+                return (f"{'OpenGL ES' if es else 'OpenGL'} {version[0]}.{version[1]}; WebGPU compute needs "
+                        f"OpenGL ES {GLES_COMPUTE_VERSION[0]}.{GLES_COMPUTE_VERSION[1]} or OpenGL "
+                        f"{GL_COMPUTE_VERSION[0]}.{GL_COMPUTE_VERSION[1]}")
+    missing = [name for name in _COMPUTE_LIMITS if name in limits and not limits[name]]
+    if missing:
+        return f"its limits {', '.join(missing)} are 0"
+    return None
+
+
+def _problem_of(adapter) -> str | None:
+    return compute_shader_problem(adapter.info, adapter.limits)
+
+
+def _refusal(adapter, problem: str) -> DeviceError:
+    return DeviceError(f"adapter {adapter_label(adapter)} cannot run compute shaders ({problem})")
+
+
+def _preference(adapter) -> tuple[bool, int]:
+    # Native backends before OpenGL, real GPUs before software ones.
+    rank = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
+    return adapter.info["backend_type"] == "OpenGL", rank.get(adapter.info["adapter_type"], 4)
+
+
 def pick_adapter(backend, name: str | None):
+    """The adapter to run on: the best one whose name, vendor, backend or type contains `name`, or with `name`
+    None the one the backend recommends unless it is OpenGL or cannot run compute shaders (then the best other
+    one). An adapter that cannot run compute shaders is never picked: DeviceError says why."""
+    if name is not None and not isinstance(name, str):
+        raise ValidationError(f"Device.adapter: {shown(name)} ({type(name).__name__}); allowed: None (choose) or "
+                              "part of an adapter's name (str), e.g. 'Vulkan', 'llvmpipe', 'OpenGL'")
     if name is None:
-        adapter = backend.gpu.request_adapter_sync(power_preference="high-performance")
-        if adapter is None:
+        recommended = backend.gpu.request_adapter_sync(power_preference="high-performance")
+        if recommended is not None and recommended.info["backend_type"] != "OpenGL" \
+                and _problem_of(recommended) is None:
+            return recommended
+        # The recommendation may be an OpenGL adapter although a native one exists, or one without compute.
+        adapters = backend.gpu.enumerate_adapters_sync()
+        if not adapters:
             raise DeviceError(f"no WebGPU adapter found by {backend_name(backend)} (install a Vulkan driver, "
                               "e.g. Debian's mesa-vulkan-drivers)")
-        return adapter
+        usable = [a for a in adapters if _problem_of(a) is None]
+        if not usable:
+            reasons = "; ".join(str(_refusal(a, _problem_of(a))) for a in adapters)
+            raise DeviceError(f"no WebGPU adapter found by {backend_name(backend)} can run compute shaders: "
+                              f"{reasons} (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers)")
+        return min(usable, key=_preference)
     adapters = backend.gpu.enumerate_adapters_sync()
     wanted = name.lower()
     matches = [a for a in adapters
@@ -26,6 +101,38 @@ def pick_adapter(backend, name: str | None):
     if not matches:
         known = "; ".join(adapter_label(a) for a in adapters) or "none"
         raise DeviceError(f"no adapter matches {name!r}; adapters: {known}")
-    # Native backends before OpenGL, real GPUs before software ones.
-    rank = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "CPU": 3}
-    return min(matches, key=lambda a: (a.info["backend_type"] == "OpenGL", rank.get(a.info["adapter_type"], 4)))
+    usable = [a for a in matches if _problem_of(a) is None]
+    if not usable:
+        best = min(matches, key=_preference)
+        raise _refusal(best, _problem_of(best))
+    return min(usable, key=_preference)
+
+
+def check_wgpu_device(obj: object) -> None:
+    """Refuse, before gpuops uses it, what cannot be a caller's WebGPU device: anything but a GPUDevice of wgpu or
+    wgpudawn (an adapter, a gpuops.Device, None), one wgpu-py has released, one whose adapter cannot run compute
+    shaders, and one that is lost or destroyed where that shows.
+
+    What shows: wgpu-py offers no synchronous "is lost" query (wgpu-native does not implement `lost`), so a
+    lost or destroyed device is found by creating a 4-byte buffer on it, which wgpu-native refuses on such a
+    device. Dawn may accept that call on a lost device; such a device then fails at its first real use, with
+    the WebGPU device's own message."""
+    module = wgpu_module_of(obj, "GPUDevice")
+    if module is None:
+        raise ValidationError(f"Device.wgpu_device: {shown(obj)} ({type(obj).__name__}) is not a GPUDevice of "
+                              f"{' or '.join(BACKENDS.values())}"
+                              + ("; request one from it with adapter.request_device_sync()"
+                                 if wgpu_module_of(obj, "GPUAdapter") else ""))
+    if getattr(obj, "_internal", True) is None:  # wgpu-py drops its handle when the object is released
+        raise DeviceError(f"Device.wgpu_device: {shown(obj)} has been released; request a new device")
+    adapter = getattr(obj, "adapter", None)
+    if adapter is not None:
+        problem = compute_shader_problem(adapter.info, obj.limits)
+        if problem is not None:
+            raise _refusal(adapter, problem)
+    try:
+        probe = obj.create_buffer(label="gpuops device check", size=4, usage=module.BufferUsage.COPY_DST)
+    except Exception as exc:  # whatever the backend raises, the device cannot be used
+        raise DeviceError(f"Device.wgpu_device: {shown(obj)} cannot create a buffer (lost or destroyed?): "
+                          f"{exc}") from None
+    probe.destroy()

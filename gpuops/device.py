@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from .adapters import adapter_label, pick_adapter
+from .adapters import adapter_label, check_wgpu_device, pick_adapter
 from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
                        resolve_runtime_checks)
 from .binding import Binding
@@ -47,6 +47,7 @@ class Device:
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
         if wgpu_device is not None:
+            check_wgpu_device(wgpu_device)
             self.wgpu = backend_of(wgpu_device)  # the wgpu-py module (wgpu or wgpudawn) behind this device
             self.wgpu_device = wgpu_device
             self.adapter = wgpu_device.adapter
@@ -55,7 +56,8 @@ class Device:
         self.runtime_checks = resolve_runtime_checks(self.wgpu, runtime_checks, wgpu_device)
         if wgpu_device is None:
             # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
-            self.adapter = pick_adapter(self.wgpu, adapter or os.environ.get("GPUOPS_ADAPTER") or None)
+            wanted = adapter if adapter is not None else os.environ.get("GPUOPS_ADAPTER") or None
+            self.adapter = pick_adapter(self.wgpu, wanted)
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]

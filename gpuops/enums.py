@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import enum
+import re
 
 import numpy as np
+
+from .errors import ValidationError, shown
+
+
+def integer_value(value: object) -> int | None:
+    """`value` as a Python int when it is an integer (int or NumPy integer); None for anything else, bools and
+    floats included (True is not a size, and 2.0 would hide a computation gone wrong)."""
+    if type(value) is int:  # the common case, without the checks below
+        return value
+    if isinstance(value, bool):
+        return None
+    try:
+        return value.__index__()  # int subclasses (IntEnum), NumPy integers and 0-d integer arrays
+    except (AttributeError, TypeError, ValueError):
+        return None
 
 
 class DataType(enum.IntEnum):
@@ -41,14 +57,20 @@ class DataType(enum.IntEnum):
 
     @classmethod
     def parse(cls, value: str | int | DataType) -> DataType:
-        """'FLOAT32', 'DML_TENSOR_DATA_TYPE_FLOAT32', 'float32' or the numeric value."""
+        """'FLOAT32', 'DML_TENSOR_DATA_TYPE_FLOAT32', 'float32' or the numeric value; anything else raises
+        ValidationError."""
+        if isinstance(value, cls):
+            return value
         if isinstance(value, str):
-            name = value.strip().upper().removeprefix("DML_TENSOR_DATA_TYPE_")
-            try:
-                return cls[name]
-            except KeyError:
-                raise ValueError(f"unknown data type {value!r}") from None
-        return cls(value)
+            member = cls.__members__.get(value.strip().upper().removeprefix("DML_TENSOR_DATA_TYPE_"))
+        else:
+            number = integer_value(value)
+            member = cls._value2member_map_.get(number) if number is not None else None
+        if member is None:
+            allowed = ", ".join(f"{t.name} ({t.value})" for t in cls)
+            raise ValidationError(f"unknown data type {shown(value)}; allowed: a DataType, its name or its "
+                                  f"number: {allowed}")
+        return member
 
 
 _SIZES = {
@@ -87,25 +109,35 @@ class FeatureLevel(enum.IntEnum):
 
     @classmethod
     def parse(cls, value: str | int | FeatureLevel) -> FeatureLevel:
-        """'6.4', '6_4', 'LEVEL_6_4', 'DML_FEATURE_LEVEL_6_4' or 0x6400."""
+        """'6.4', '6_4', 'LEVEL_6_4', 'DML_FEATURE_LEVEL_6_4', '0x6400' or 0x6400; anything else raises
+        ValidationError quoting `value` as given."""
+        if isinstance(value, cls):
+            return value
+        number = None
         if isinstance(value, str):
             text = value.strip().upper().removeprefix("DML_FEATURE_LEVEL_").removeprefix("LEVEL_")
-            major, sep, minor = text.replace(".", "_").partition("_")
-            if sep and major.isdigit() and minor.isdigit() and int(major) < 16 and int(minor) < 16:
-                value = int(major) << 12 | int(minor) << 8
-            elif text.startswith("0X"):
-                value = int(text, 16)
-            else:
-                raise ValueError(f"unknown feature level {value!r}; expected e.g. '6.4', '6_4' or 0x6400")
-        try:
-            return cls(int(value))
-        except (ValueError, TypeError):
+            if match := _LEVEL_TEXT.fullmatch(text):
+                number = int(match[1]) << 12 | int(match[2]) << 8
+            elif _HEX_TEXT.fullmatch(text):
+                number = int(text, 16)
+        else:
+            number = integer_value(value)
+        member = cls._value2member_map_.get(number) if number is not None else None
+        if member is None:
             allowed = ", ".join(level.label for level in cls)
-            raise ValueError(f"unknown feature level {value!r}; known: {allowed}") from None
+            written = f" ({hex(number)})" if number is not None and not isinstance(value, str) else ""
+            raise ValidationError(f"unknown feature level {shown(value)}{written}; allowed: {allowed} (written "
+                                  "e.g. '6.4', '6_4', 'DML_FEATURE_LEVEL_6_4' or 0x6400)")
+        return member
 
     @property
     def label(self) -> str:
         return f"{self.value >> 12}_{(self.value >> 8) & 0xF}"
+
+
+# One-digit major and minor only: 0x6400 has a nibble for each, so '2.16' is not 0x3000 in disguise.
+_LEVEL_TEXT = re.compile(r"([0-9])[._]([0-9])")
+_HEX_TEXT = re.compile(r"0X[0-9A-F]{1,8}")
 
 
 class TensorFlags(enum.IntFlag):
@@ -124,10 +156,16 @@ class IsInfinityMode(enum.IntEnum):
 
     @classmethod
     def parse(cls, value: str | int | IsInfinityMode) -> IsInfinityMode:
+        """'EITHER', 'DML_IS_INFINITY_MODE_POSITIVE', 'negative' or the numeric value; anything else (bools and
+        floats included) raises ValidationError."""
+        if isinstance(value, cls):
+            return value
         if isinstance(value, str):
-            name = value.strip().upper().removeprefix("DML_IS_INFINITY_MODE_")
-            try:
-                return cls[name]
-            except KeyError:
-                raise ValueError(f"unknown infinity mode {value!r}; expected EITHER, POSITIVE or NEGATIVE") from None
-        return cls(value)
+            member = cls.__members__.get(value.strip().upper().removeprefix("DML_IS_INFINITY_MODE_"))
+        else:
+            number = integer_value(value)
+            member = cls._value2member_map_.get(number) if number is not None else None
+        if member is None:
+            raise ValidationError(f"unknown infinity mode {shown(value)}; allowed: EITHER (0), POSITIVE (1), "
+                                  "NEGATIVE (2)")
+        return member

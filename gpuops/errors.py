@@ -13,9 +13,32 @@ class ValidationError(GpuOpsError, ValueError):
     """A description, binding or array that DirectML's contract (or gpuops' own decisions) refuses."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """Where a description breaks the contract: kept as data so errors and tests can name the field."""
+
+    operator: str
+    field: str  # e.g. "ModulusFloorDesc.b_tensor.data_type"
+    message: str
+
+    def error(self) -> ValidationError:
+        err = ValidationError(f"{self.operator}: {self.field}: {self.message}")
+        err.operator, err.field = self.operator, self.field  # type: ignore[attr-defined]
+        return err
+
+
 class DeviceError(GpuOpsError, RuntimeError):
     """No usable adapter, or the adapter cannot do what was asked (memory, limits)."""
 
 
 class FrozenDescriptionError(GpuOpsError, dataclasses.FrozenInstanceError):
     """A description was changed after construction: they are immutable (compiled operators are cached by them)."""
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """repr(value) for an error message, cut short: a refused argument may be a huge list or string."""
+    try:
+        text = repr(value)
+    except Exception:  # a caller's object whose repr fails must not replace the error being reported
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."

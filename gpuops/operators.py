@@ -12,24 +12,44 @@ from types import MappingProxyType
 from typing import Callable, Union
 
 from .enums import DataType, FeatureLevel, IsInfinityMode
-from .errors import ValidationError
+from .errors import Refusal, ValidationError, shown
 from .plan import Grid
 from .tensor import TensorDesc, frozen_description
 
 
-@frozen_description
+def operator_description(cls):
+    """frozen_description, refusing at construction a tensor field that is not a TensorDesc: later it would
+    surface as an unhashable key in a cache, or an attribute missing deep inside dispatch."""
+    tensor_fields = tuple(name for name, annotation in cls.__annotations__.items()
+                          if annotation in ("TensorDesc", TensorDesc))
+    own_post_init = cls.__dict__.get("__post_init__")
+
+    def __post_init__(self) -> None:
+        for name in tensor_fields:
+            value = getattr(self, name)
+            if not isinstance(value, TensorDesc):
+                raise Refusal(f"DML_OPERATOR_{_BY_DESC_TYPE[type(self)].name}", f"{type(self).__name__}.{name}",
+                              f"{shown(value)} ({type(value).__name__}) is not a TensorDesc").error()
+        if own_post_init is not None:
+            own_post_init(self)
+
+    cls.__post_init__ = __post_init__
+    return frozen_description(cls)
+
+
+@operator_description
 class SignDesc:
     input_tensor: TensorDesc
     output_tensor: TensorDesc
 
 
-@frozen_description
+@operator_description
 class IsNanDesc:
     input_tensor: TensorDesc
     output_tensor: TensorDesc
 
 
-@frozen_description
+@operator_description
 class IsInfinityDesc:
     input_tensor: TensorDesc
     output_tensor: TensorDesc
@@ -38,22 +58,20 @@ class IsInfinityDesc:
     def __post_init__(self) -> None:
         try:
             object.__setattr__(self, "infinity_mode", IsInfinityMode.parse(self.infinity_mode))
-        except (ValueError, TypeError):
-            from .validation import Refusal  # validation imports this module
-
+        except ValidationError:
             raise Refusal("DML_OPERATOR_ELEMENT_WISE_IS_INFINITY", "IsInfinityDesc.infinity_mode",
-                          f"{self.infinity_mode!r} is not a mode; allowed: EITHER (0), POSITIVE (1), "
+                          f"{shown(self.infinity_mode)} is not a mode; allowed: EITHER (0), POSITIVE (1), "
                           "NEGATIVE (2)").error() from None
 
 
-@frozen_description
+@operator_description
 class ModulusFloorDesc:
     a_tensor: TensorDesc
     b_tensor: TensorDesc
     output_tensor: TensorDesc
 
 
-@frozen_description
+@operator_description
 class ModulusTruncateDesc:
     a_tensor: TensorDesc
     b_tensor: TensorDesc

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 
-from .enums import DataType, TensorFlags
-from .errors import FrozenDescriptionError, ValidationError
+from .enums import DataType, TensorFlags, integer_value
+from .errors import FrozenDescriptionError, ValidationError, shown
 
 MINIMUM_BUFFER_TENSOR_ALIGNMENT = 16  # DML_MINIMUM_BUFFER_TENSOR_ALIGNMENT: every binding offset is a multiple of it
 
@@ -62,14 +63,14 @@ class TensorDesc:
         set_ = object.__setattr__
         try:
             set_(self, "data_type", DataType.parse(self.data_type))
-        except (ValueError, TypeError):
-            raise ValidationError(f"TensorDesc.data_type: unknown data type {self.data_type!r}") from None
+        except ValidationError as exc:
+            raise ValidationError(f"TensorDesc.data_type: {exc}") from None
         set_(self, "sizes", _int_tuple(self.sizes, "sizes"))
         if self.strides is not None:
             set_(self, "strides", _int_tuple(self.strides, "strides"))
         flags = _integer(self.flags, "flags")
         if flags < 0:
-            raise ValidationError(f"TensorDesc.flags: {flags}; allowed: NONE (0), OWNED_BY_DML (1)")
+            raise ValidationError(f"TensorDesc.flags: {shown(self.flags)}; allowed: NONE (0), OWNED_BY_DML (1)")
         set_(self, "flags", TensorFlags(flags))  # unknown bits are kept, and refused by validate()
         # Integers only here; validate() checks their ranges and names the operator's field.
         set_(self, "guaranteed_base_offset_alignment",
@@ -103,16 +104,25 @@ class TensorDesc:
 
 
 def _integer(value, name: str) -> int:
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        raise ValidationError(f"TensorDesc.{name}: {value!r} is not an integer")
-    return value.__index__()
+    number = integer_value(value)
+    if number is None:
+        raise ValidationError(f"TensorDesc.{name}: {shown(value)} is not an integer (int or NumPy integer)")
+    return number
 
 
 def _int_tuple(values, name: str) -> tuple[int, ...]:
-    try:
-        items = tuple(values)
-        if not all(isinstance(v, int) or hasattr(v, "__index__") for v in items):
-            raise TypeError
-        return tuple(int(v) for v in items)
-    except TypeError:
-        raise ValidationError(f"TensorDesc.{name}: {values!r} is not a sequence of integers") from None
+    # Strings, mappings and sets iterate, but as characters, keys or in no fixed order: never dimensions.
+    items = None
+    if not isinstance(values, (str, bytes, Mapping, Set)):
+        try:
+            items = tuple(values)
+        except TypeError:
+            pass
+    if items is None:
+        raise ValidationError(f"TensorDesc.{name}: {shown(values)} is not a sequence of integers")
+    numbers = tuple(integer_value(v) for v in items)
+    for i, number in enumerate(numbers):
+        if number is None:
+            raise ValidationError(f"TensorDesc.{name}[{i}]: {shown(items[i])} in {shown(values)} is not an "
+                                  "integer (int or NumPy integer; bools and floats are refused)")
+    return numbers

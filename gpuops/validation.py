@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
 from .enums import DataType, FeatureLevel, TensorFlags
-from .errors import ValidationError
+from .errors import Refusal, ValidationError
 from .operators import OperatorSpec, spec_of
 from .support import support_row
 from .tensor import TensorDesc, implied_size_in_bytes
@@ -19,26 +18,12 @@ MAX_ELEMENTS = 2**32 - 1
 EXACT_OVERLAP_CHECK_LIMIT = 1 << 22
 
 
-@dataclass(frozen=True)
-class Refusal:
-    """Where a description breaks the contract: kept as data so errors and tests can name the field."""
-
-    operator: str
-    field: str  # e.g. "ModulusFloorDesc.b_tensor.data_type"
-    message: str
-
-    def error(self) -> ValidationError:
-        err = ValidationError(f"{self.operator}: {self.field}: {self.message}")
-        err.operator, err.field = self.operator, self.field  # type: ignore[attr-defined]
-        return err
-
-
 def validate(desc: object, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4) -> None:
     """Raise ValidationError naming the operator, the field and the allowed values if `desc` breaks a rule."""
     try:
         level = FeatureLevel.parse(feature_level)
-    except (ValueError, TypeError) as exc:
-        raise ValidationError(str(exc)) from None
+    except ValidationError as exc:
+        raise ValidationError(f"validate: feature_level: {exc}") from None
     spec = spec_of(desc)
     refusal = _first_refusal(spec, desc, level)
     if refusal is not None:
@@ -146,9 +131,13 @@ def _output_addresses_distinct(tensor: TensorDesc) -> bool:
     # Interleaved layouts can still be distinct: enumerate when that is cheap, refuse otherwise.
     if tensor.element_count > EXACT_OVERLAP_CHECK_LIMIT:
         return False
-    offsets = np.zeros(1, dtype=np.int64)
+    # Strides are only checked to be non-negative: offsets past int64 are enumerated as Python ints (slower, but
+    # exact) rather than wrapping around.
+    last = sum((size - 1) * stride for size, stride in zip(tensor.sizes, tensor.element_strides))
+    dtype = np.int64 if last < 2**63 else object
+    offsets = np.zeros(1, dtype=dtype)
     for size, stride in zip(tensor.sizes, tensor.element_strides):
-        offsets = (offsets[:, None] + np.arange(size, dtype=np.int64)[None, :] * stride).reshape(-1)
+        offsets = (offsets[:, None] + np.arange(size).astype(dtype)[None, :] * stride).reshape(-1)
     return len(np.unique(offsets)) == len(offsets)
 
 

@@ -739,9 +739,22 @@ def test_non_descriptions_refused(obj):
 
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
 def test_tensor_fields_that_are_not_tensor_descs(op):
+    """Refused where the description is made (a list there used to surface as "unhashable type" from compile)."""
     for name in op.fields:
-        for bad in (None, (2, 3, 1, 5), "FLOAT32"):
-            refused(op, build(op, **{name: bad}), L.LEVEL_6_4, name, type(bad).__name__)
+        for bad in (None, (2, 3, 1, 5), "FLOAT32", [1]):
+            with pytest.raises(ValidationError) as info:
+                build(op, **{name: bad})
+            err, full = info.value, f"{op.cls}.{name}"
+            assert err.field == full and err.operator == op.dml
+            message = str(err)
+            assert op.dml in message and full in message and repr(bad) in message and type(bad).__name__ in message
+
+
+@pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
+def test_validate_refuses_a_tensor_field_set_past_construction(op):
+    desc = build(op)
+    object.__setattr__(desc, op.output, "FLOAT32")  # what only code that bypasses the dataclass can do
+    refused(op, desc, L.LEVEL_6_4, op.output, "str")
 
 
 # ---------------------------------------------------------------------------------------------------------------
