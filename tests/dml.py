@@ -104,3 +104,39 @@ def run_and_check(device: gpuops.Device, desc, rng: np.random.Generator, value_s
     untouched = ~element_byte_mask(len(got_host), out_tensor, out_offset)
     changed = np.flatnonzero((got_host != before) & untouched)
     assert changed.size == 0, f"bytes outside the output's elements were written, e.g. at {changed[:8]}"
+
+
+def run_arranged(device: gpuops.Device, desc, arranged, rng: np.random.Generator, value_source) -> None:
+    """Execute `desc` with its tensors where `arranged` (tests.layout_strategies.Arrangement) puts them: buffers
+    of random canary bytes, each input's elements set from `value_source(data_type, count)`. Then every output
+    element must match NumPy bit for bit and every other byte of every buffer must be unchanged."""
+    spec = spec_of(desc)
+    hosts = [rng.integers(0, 256, -(-size // 4) * 4, dtype=np.uint8) for size in arranged.buffer_sizes]
+    logical = []
+    for name in spec.inputs:
+        tensor = getattr(desc, name)
+        view = element_view(hosts[arranged.buffer_of[name]], tensor, arranged.offset_of[name])
+        view[...] = value_source(tensor.data_type, view.size).reshape(view.shape)
+        logical.append(view.copy())
+    out_tensor = getattr(desc, spec.output)
+    mode = getattr(desc, "infinity_mode", None)
+    expected = reference(spec.name, mode, out_tensor.data_type, *logical)
+    before = [host.copy() for host in hosts]
+    wgpu_device = device.wgpu_device
+    buffers = [wgpu_device.create_buffer_with_data(data=host, usage=USAGE) for host in hosts]
+    bindings = {name: gpuops.Binding(buffers[arranged.buffer_of[name]], arranged.offset_of[name])
+                for name in spec.tensor_fields}
+    try:
+        device.compile(desc).execute(bindings)
+        got = [np.frombuffer(wgpu_device.queue.read_buffer(buffer), np.uint8).copy() for buffer in buffers]
+    finally:
+        for buffer in buffers:
+            buffer.destroy()
+    out_index = arranged.buffer_of[spec.output]
+    assert_same_bits(element_view(got[out_index], out_tensor, arranged.offset_of[spec.output]), expected, *logical)
+    for index, (old, new) in enumerate(zip(before, got)):
+        untouched = np.ones(len(new), bool)
+        if index == out_index:
+            untouched = ~element_byte_mask(len(new), out_tensor, arranged.offset_of[spec.output])
+        changed = np.flatnonzero((old != new) & untouched)
+        assert changed.size == 0, f"buffer {index}: bytes outside the output's elements changed, e.g. at {changed[:8]}"

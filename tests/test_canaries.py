@@ -1,0 +1,56 @@
+"""The planner's layout generator on the GPU (the software adapters in CI): canary bytes around and between every
+element, every other byte of every buffer checked unchanged, every output element checked against NumPy.
+
+GPUOPS_CANARY_EXAMPLES raises the count of layouts (a sample in CI)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+
+import gpuops
+
+from .dml import make_desc, run_arranged
+from .layout_strategies import LayoutCase, arrangement, layout_cases
+from .reference import random_values
+
+CANARY_EXAMPLES = int(os.environ.get("GPUOPS_CANARY_EXAMPLES", "200"))
+_DEVICES: dict[tuple, gpuops.Device] = {}
+
+
+def _device_for(device: gpuops.Device, case: LayoutCase) -> gpuops.Device:
+    """A Device on the test's WebGPU device with the case's DispatchPolicy (kept: its pipelines are reused)."""
+    key = (device.backend, id(device.wgpu_device), case.policy)
+    if key not in _DEVICES:
+        _DEVICES[key] = gpuops.Device(wgpu_device=device.wgpu_device, policy=case.policy)
+    return _DEVICES[key]
+
+
+@settings(max_examples=CANARY_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+          deadline=None)
+@given(layout_cases() | layout_cases(rows=True))
+def test_random_layouts_touch_only_their_elements(device, case):
+    desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
+    try:
+        gpuops.validate(desc)
+    except gpuops.ValidationError:
+        assume(False)
+    spec = gpuops.operators.spec_of(desc)
+    placed = arrangement(case, {name: getattr(desc, name) for name in spec.tensor_fields})
+    rng = np.random.default_rng(abs(hash(repr(case))) % 2**32)
+    run_arranged(_device_for(device, case), desc, placed, rng, lambda t, n: random_values(t, n, rng))
+
+
+def test_broadcast_row_into_a_stepped_output_with_an_unaligned_pitch(device):
+    """The planner's regression case on the GPU, with the default policy: one float32 row broadcast over six rows,
+    IS_NAN into every second byte of rows 8196 bytes apart."""
+    from gpuops import DataType, IsNanDesc, TensorDesc
+    from .layout_strategies import Arrangement
+    inp = TensorDesc(DataType.FLOAT32, (6, 4096), (0, 1))
+    out = TensorDesc(DataType.UINT8, (6, 4096), (8196, 2))
+    placed = Arrangement({"input_tensor": 0, "output_tensor": 1}, {"input_tensor": 0, "output_tensor": 0},
+                         (inp.total_tensor_size_in_bytes, out.total_tensor_size_in_bytes + 64))
+    rng = np.random.default_rng(31)
+    run_arranged(device, IsNanDesc(inp, out), placed, rng, lambda t, n: random_values(t, n, rng))
