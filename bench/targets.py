@@ -31,11 +31,12 @@ from gpuops.bench.reference import compare
 from gpuops.bench.reference import expected as numpy_reference
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.bench.torch_compare import time_torch, torch_cuda
-from gpuops.operators import spec_by_name
+from gpuops.operators import OPERATORS, spec_by_name
 
-OPS = [("ELEMENT_WISE_SIGN", None), ("ELEMENT_WISE_IS_NAN", None), ("ELEMENT_WISE_IS_INFINITY", 0),
-       ("ELEMENT_WISE_IS_INFINITY", 1), ("ELEMENT_WISE_IS_INFINITY", 2), ("ELEMENT_WISE_MODULUS_FLOOR", None),
-       ("ELEMENT_WISE_MODULUS_TRUNCATE", None)]
+# (operator, mode) for every operator and every value of its attribute; mode is the value as a number (the
+# results' "mode"), None for an operator without an attribute.
+OPS = [(spec.name, None if spec.mode_attribute is None else int(mode[spec.mode_attribute.name]))
+       for spec in OPERATORS for mode in spec.modes()]
 LAYOUT_TYPES = [DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT64]
 LAYOUT_SECTIONS = ("packed-2d", "broadcast", "transposed", "transposed-k", "strided-out")
 
@@ -100,8 +101,7 @@ class Runner:
             else:
                 buffers[name] = self.buffer(size=tensor.total_tensor_size_in_bytes)
                 moved += tensor.element_count * data_type.size
-        extra = {"infinity_mode": mode} if mode is not None else {}
-        desc = spec.desc_type(**tensors, **extra)
+        desc = spec.desc_type(**tensors, **spec.mode_values(mode))
         compiled = self.device.compile(desc)
         bindings = {name: Binding(buffer) for name, buffer in buffers.items()}
         compiled.execute(bindings)
@@ -149,9 +149,10 @@ def contiguous_elements(n: int, in_type: DataType, out_type: DataType, same_elem
 
 
 def label(row: dict) -> str:
-    op = row["operator"].removeprefix("ELEMENT_WISE_").lower()
+    spec = spec_by_name(row["operator"])
+    op = spec.numpy_name
     if row.get("mode") is not None:
-        op += ("-either", "-positive", "-negative")[row["mode"]]
+        op += "-" + spec.mode_attribute.parse(row["mode"]).name.lower()
     return f"{op} {row['dtype'].lower()}" + (f"->{row['out_dtype'].lower()}" if row["out_dtype"] != row["dtype"] else "")
 
 
@@ -212,10 +213,11 @@ def measure(args) -> dict:
         result["torch_copy"] = max(copies, key=lambda c: c.get("gbps") or 0)
         print(f"torch copy after the rows {copies[-1].get('gbps', 0):.0f} GB/s", flush=True)
     square = (side, side)
-    for operator, mode in (OPS[:2] + OPS[5:]) if "layouts" in args.only else []:
+    # The layouts section runs the operators without a mode, each at its default output type.
+    for operator, mode in [(o, m) for o, m in OPS if m is None] if "layouts" in args.only else []:
         spec = spec_by_name(operator)
         for in_type, out_type in type_pairs(operator):
-            if in_type not in LAYOUT_TYPES or (operator == "ELEMENT_WISE_IS_NAN" and out_type != DataType.UINT8) \
+            if in_type not in LAYOUT_TYPES or out_type != spec.output_type(in_type) \
                     or not wanted(operator, mode, in_type, out_type):
                 continue
             broadcast = spec.inputs[-1]

@@ -18,16 +18,8 @@ import numpy as np
 
 from .enums import DataType
 from .errors import ValidationError
+from .operators import OperatorSpec, spec_by_name
 from .support import SupportRow
-
-# The ufunc whose type rules each NumPy-level function follows (the infinity modes are np.isinf's types).
-UFUNCS: dict[str, np.ufunc] = {
-    "sign": np.sign,
-    "is_nan": np.isnan,
-    "is_infinity": np.isinf,
-    "modulus_floor": np.remainder,
-    "modulus_truncate": np.fmod,
-}
 
 _WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
 
@@ -65,9 +57,16 @@ def describe(name: str, value: object, array: np.ndarray | None) -> str:
     return f"{name} (a {kind}, {array.dtype} to NumPy)" if array is not None else f"{name} (a {kind})"
 
 
-def resolve(where: str, function: str, names: tuple[str, ...], values: tuple, row: SupportRow | None,
+def resolve(where: str, function: str | OperatorSpec, names: tuple[str, ...], values: tuple, row: SupportRow | None,
             input_field: str, level_label: str) -> Operands:
-    """NumPy's computation dtype for `values`, checked against the support row, and the operands converted to it."""
+    """NumPy's computation dtype for `values`, checked against the support row, and the operands converted to it.
+
+    `function`: the operator's row, or its NumPy-level name ('sign'); the row's numpy_ufunc gives the type rules."""
+    spec = function if isinstance(function, OperatorSpec) else spec_by_name(function)
+    function = spec.numpy_name
+    if spec.numpy_ufunc is None:
+        raise ValidationError(f"{where}: DML_OPERATOR_{spec.name}: OperatorSpec.numpy_ufunc: None; the row names no "
+                              "NumPy ufunc whose type rules to follow")
     arrays: list[np.ndarray | None] = []
     for name, value in zip(names, values):
         refuse_subclass(where, name, value)
@@ -84,7 +83,7 @@ def resolve(where: str, function: str, names: tuple[str, ...], values: tuple, ro
                                   f"{name}.astype(np.int8) (or another number type)")
         arrays.append(array)
     operands = ", ".join(describe(n, v, a) for n, v, a in zip(names, values, arrays))
-    ufunc = UFUNCS[function]
+    ufunc = spec.numpy_ufunc
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
     try:
         loop = ufunc.resolve_dtypes(descriptors + (None,))

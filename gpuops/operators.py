@@ -1,15 +1,19 @@
 """The five operators: their descriptions (frozen dataclasses) and their rows in one registry.
 
-Adding an operator means a desc class here, a row in OPERATORS, its support rows in support.py and one WGSL file
-in wgsl/ops/.
+Everything gpuops knows about an operator is in its row: its tensors, its shader, its attributes, its NumPy and
+PyTorch references, the ufunc whose type rules its NumPy-level function follows. Code elsewhere reads the rows
+rather than naming operators. Adding one: docs/architecture.md, "Adding an operator".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
-from typing import Callable, Union
+from typing import Any, Union
+
+import numpy as np
 
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import Refusal, ValidationError, shown
@@ -106,8 +110,30 @@ DEFAULT_TYPE_POLICY = TypePolicy()
 
 
 @dataclass(frozen=True)
+class Attribute:
+    """A desc field that is not a tensor: a setting of DirectML's, such as IS_INFINITY's mode."""
+
+    name: str  # the desc field, e.g. "infinity_mode"
+    dml_name: str  # its name in DirectML's desc and in model files, e.g. "InfinityMode"
+    parse: Callable[[Any], Any]  # a value as written (name, number or member) -> the member; refuses anything else
+    default: Any
+    values: tuple[Any, ...]  # every value it can take, in DirectML's order
+    wgsl_constant: str | None = None  # the WGSL constant its value sets (None: the shader does not depend on it)
+
+    @property
+    def label(self) -> str:
+        """'infinity mode': the attribute in messages."""
+        return self.name.replace("_", " ")
+
+
+NumpyReference = Callable[[Sequence[np.ndarray], Mapping[str, Any], DataType], np.ndarray]
+TorchReference = Callable[[Any, Mapping[str, Any], bool], Callable[..., Any]]
+
+
+@dataclass(frozen=True)
 class OperatorSpec:
-    """One operator's row: what it is called, since when it exists, its tensors, its shader."""
+    """One operator's row: what it is called, since when it exists, its tensors, its shader, its attributes and
+    references."""
 
     name: str  # DML_OPERATOR_<name>
     dml_id: int
@@ -118,14 +144,32 @@ class OperatorSpec:
     same_data_type: tuple[str, ...]  # fields whose DataType must be equal
     in_place: bool  # may the output alias an input (identical region)?
     shader: str  # file under wgsl/ops/: fn op over lanes
-    # What the shader text depends on besides data types and layout: desc field -> WGSL constant.
-    shader_constants: Callable[[object], dict[str, int]] = lambda desc: {}
+    # What the shader text depends on besides data types and layout: desc -> {WGSL constant: value}. None: the
+    # attributes' wgsl_constant values.
+    shader_constants: Callable[[object], dict[str, int]] | None = None
     divides: bool = False  # its shader divides (lanes_fmod): integer types then need a divider (plan.py)
     # Files under wgsl/ the operator's math needs for an input type, beyond the type's family (e.g. the modulus's
     # remainders of that family): an operator that does not divide includes no division library.
     type_files: Callable[[DataType], tuple[str, ...]] = lambda data_type: ()
     # Per input type, where its kernel differs from the default (TypePolicy).
     type_policies: Mapping[DataType, TypePolicy] = field(default_factory=lambda: MappingProxyType({}))
+    attributes: tuple[Attribute, ...] = ()  # the desc's fields that are not tensors
+    # The NumPy ufunc whose type resolution (NEP 50) the NumPy-level function follows: numpy_types.resolve.
+    numpy_ufunc: np.ufunc | None = None
+    # (inputs, attribute values, output DataType) -> what gpuops must produce, bit for bit: the oracle of the tests
+    # and the benchmarks (gpuops/bench/reference.py).
+    numpy_reference: NumpyReference | None = None
+    # (torch module, attribute values, whether an out= tensor is given) -> f(*tensors, out): the same operation in
+    # PyTorch, for the benchmarks' comparison (gpuops/bench/torch_compare.py).
+    torch_reference: TorchReference | None = None
+    # The output type DirectML gives where a caller names none (UINT8 for the predicates); None: the input's.
+    default_output_type: DataType | None = None
+
+    def __post_init__(self) -> None:
+        if self.shader_constants is None:
+            constants = tuple((a.name, a.wgsl_constant) for a in self.attributes if a.wgsl_constant)
+            object.__setattr__(self, "shader_constants",
+                               lambda desc: {constant: int(getattr(desc, name)) for name, constant in constants})
 
     def type_policy(self, data_type: DataType) -> TypePolicy:
         return self.type_policies.get(data_type, DEFAULT_TYPE_POLICY)
@@ -137,6 +181,55 @@ class OperatorSpec:
     @property
     def numpy_name(self) -> str:
         return self.name.removeprefix("ELEMENT_WISE_").lower()
+
+    def output_type(self, input_type: DataType) -> DataType:
+        """The output type where a caller names none."""
+        return self.default_output_type or input_type
+
+    def modes(self) -> tuple[Mapping[str, Any], ...]:
+        """Every combination of attribute values, {field: value}: IS_INFINITY's three modes; one empty combination
+        for an operator without attributes."""
+        names = tuple(a.name for a in self.attributes)
+        return tuple(MappingProxyType(dict(zip(names, combination)))
+                     for combination in itertools.product(*(a.values for a in self.attributes)))
+
+    def attribute_values(self, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Every attribute's value: those `given` parsed, the others their defaults; an unknown field or value is
+        refused."""
+        given = dict(given or {})
+        values = {}
+        for attribute in self.attributes:
+            raw = given.pop(attribute.name, attribute.default)
+            try:
+                values[attribute.name] = attribute.parse(raw)
+            except ValidationError as err:
+                raise self._refusal(attribute.name, str(err)) from None
+        for name, raw in given.items():
+            known = ", ".join(a.name for a in self.attributes) or "none"
+            raise self._refusal(name, f"{shown(raw)}: the operator has no attribute {name!r}; attributes: {known}")
+        return values
+
+    @property
+    def mode_attribute(self) -> Attribute | None:
+        """The attribute that one `mode` value sets (the benchmarks' --mode and results, the tests' cases): the
+        operator's only attribute; None without one."""
+        if len(self.attributes) > 1:
+            raise self._refusal("mode", "one mode value cannot set the attributes "
+                                        f"{', '.join(a.name for a in self.attributes)}; give them by name")
+        return self.attributes[0] if self.attributes else None
+
+    def mode_values(self, mode: Any = None) -> dict[str, Any]:
+        """attribute_values with the mode attribute set to `mode` (its default where None); a mode for an operator
+        without attributes is refused."""
+        attribute = self.mode_attribute
+        if mode is None:
+            return self.attribute_values()
+        if attribute is None:
+            raise self._refusal("mode", f"{shown(mode)}: the operator has no mode")
+        return self.attribute_values({attribute.name: mode})
+
+    def _refusal(self, name: str, message: str) -> ValidationError:
+        return Refusal(f"DML_OPERATOR_{self.name}", f"{self.desc_type.__name__}.{name}", message).error()
 
 
 def _modulus_policies(floor: bool) -> Mapping[DataType, TypePolicy]:
@@ -164,22 +257,62 @@ def _modulus_files(data_type: DataType) -> tuple[str, ...]:
     return ("ops/modulus/lanes.wgsl", f"ops/modulus/{'sint' if signed else 'uint'}.wgsl")
 
 
+def _sign(inputs: Sequence[np.ndarray], attributes: Mapping[str, Any], out_type: DataType) -> np.ndarray:
+    (x,) = inputs
+    result = np.sign(x)
+    if x.dtype.kind == "f":  # gpuops decision: NaN and -0 give +0
+        result = np.where(np.isnan(x) | (x == 0), x.dtype.type(0), result)
+    return result.astype(x.dtype)
+
+
+_INFINITY_TESTS = {IsInfinityMode.EITHER: (np.isinf, "isinf"), IsInfinityMode.POSITIVE: (np.isposinf, "isposinf"),
+                   IsInfinityMode.NEGATIVE: (np.isneginf, "isneginf")}  # NumPy's test, torch's function's name
+
+
+def _torch_is_nan(torch, attributes: Mapping[str, Any], out_given: bool):
+    if out_given:  # isnan has no out=; x != x is the same test and takes one (a strided output needs it)
+        return lambda x, out: torch.ne(x, x, out=out)
+    return lambda x, out: torch.isnan(x)
+
+
+def _torch_is_infinity(torch, attributes: Mapping[str, Any], out_given: bool):
+    test = getattr(torch, _INFINITY_TESTS[attributes["infinity_mode"]][1])
+    return lambda x, out: test(x)
+
+
+INFINITY_MODE = Attribute("infinity_mode", "InfinityMode", IsInfinityMode.parse, IsInfinityMode.EITHER,
+                          tuple(IsInfinityMode), wgsl_constant="INFINITY_MODE")
+
 OPERATORS: tuple[OperatorSpec, ...] = (
     OperatorSpec("ELEMENT_WISE_SIGN", 79, FeatureLevel.LEVEL_2_0, SignDesc,
-                 ("input_tensor",), "output_tensor", ("input_tensor", "output_tensor"), True, "sign.wgsl"),
+                 ("input_tensor",), "output_tensor", ("input_tensor", "output_tensor"), True, "sign.wgsl",
+                 numpy_ufunc=np.sign, numpy_reference=_sign,
+                 torch_reference=lambda torch, attributes, out_given: lambda x, out: torch.sign(x, out=out)),
     OperatorSpec("ELEMENT_WISE_IS_NAN", 80, FeatureLevel.LEVEL_2_0, IsNanDesc,
-                 ("input_tensor",), "output_tensor", (), False, "is_nan.wgsl"),
+                 ("input_tensor",), "output_tensor", (), False, "is_nan.wgsl",
+                 numpy_ufunc=np.isnan,
+                 numpy_reference=lambda inputs, attributes, out_type: np.isnan(*inputs).astype(out_type.numpy_dtype),
+                 torch_reference=_torch_is_nan, default_output_type=DataType.UINT8),
     OperatorSpec("ELEMENT_WISE_IS_INFINITY", 100, FeatureLevel.LEVEL_2_1, IsInfinityDesc,
                  ("input_tensor",), "output_tensor", (), False, "is_infinity.wgsl",
-                 lambda desc: {"INFINITY_MODE": int(desc.infinity_mode)}),
+                 attributes=(INFINITY_MODE,),
+                 numpy_ufunc=np.isinf,  # the three modes take np.isinf's types
+                 numpy_reference=lambda inputs, attributes, out_type:
+                     _INFINITY_TESTS[attributes["infinity_mode"]][0](*inputs).astype(out_type.numpy_dtype),
+                 torch_reference=_torch_is_infinity, default_output_type=DataType.UINT8),
     OperatorSpec("ELEMENT_WISE_MODULUS_TRUNCATE", 101, FeatureLevel.LEVEL_2_1, ModulusTruncateDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
                  "modulus/truncate.wgsl", divides=True, type_files=_modulus_files,
-                 type_policies=_modulus_policies(floor=False)),
+                 type_policies=_modulus_policies(floor=False),
+                 numpy_ufunc=np.fmod, numpy_reference=lambda inputs, attributes, out_type: np.fmod(*inputs),
+                 torch_reference=lambda torch, attributes, out_given: lambda a, b, out: torch.fmod(a, b, out=out)),
     OperatorSpec("ELEMENT_WISE_MODULUS_FLOOR", 102, FeatureLevel.LEVEL_2_1, ModulusFloorDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
                  "modulus/floor.wgsl", divides=True, type_files=_modulus_files,
-                 type_policies=_modulus_policies(floor=True)),
+                 type_policies=_modulus_policies(floor=True),
+                 numpy_ufunc=np.remainder, numpy_reference=lambda inputs, attributes, out_type: np.remainder(*inputs),
+                 torch_reference=lambda torch, attributes, out_given:
+                     lambda a, b, out: torch.remainder(a, b, out=out)),
 )
 
 _BY_DESC_TYPE = {spec.desc_type: spec for spec in OPERATORS}

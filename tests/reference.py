@@ -5,30 +5,25 @@ from __future__ import annotations
 import numpy as np
 
 import gpuops
-from gpuops import DataType, IsInfinityMode
+from gpuops import DataType
 from gpuops.bench.reference import compare, expected
+from gpuops.operators import OPERATORS, spec_by_name
 from gpuops.support import SUPPORT
 
-# (operator name, numpy-level function, extra kwargs) for every operator and mode.
-CASES = [
-    ("ELEMENT_WISE_SIGN", None),
-    ("ELEMENT_WISE_IS_NAN", None),
-    ("ELEMENT_WISE_IS_INFINITY", IsInfinityMode.EITHER),
-    ("ELEMENT_WISE_IS_INFINITY", IsInfinityMode.POSITIVE),
-    ("ELEMENT_WISE_IS_INFINITY", IsInfinityMode.NEGATIVE),
-    ("ELEMENT_WISE_MODULUS_FLOOR", None),
-    ("ELEMENT_WISE_MODULUS_TRUNCATE", None),
-]
-BINARY = {"ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WISE_MODULUS_TRUNCATE"}
+# (operator name, mode) for every operator and every value of its attribute (IS_INFINITY's three modes); mode is
+# None for an operator without one.
+CASES = [(spec.name, None if spec.mode_attribute is None else mode[spec.mode_attribute.name])
+         for spec in OPERATORS for mode in spec.modes()]
+BINARY = {spec.name for spec in OPERATORS if len(spec.inputs) == 2}
 
 
 def supported_pairs(operator: str) -> list[tuple[DataType, DataType]]:
     """(input type, output type) pairs the newest support row allows."""
+    spec = spec_by_name(operator)
     row = SUPPORT[operator][-1]
-    field_in = "a_tensor" if operator in BINARY else "input_tensor"
-    outs = row.types["output_tensor"]
+    outs = row.types[spec.output]
     pairs = []
-    for t in sorted(row.types[field_in]):
+    for t in sorted(row.types[spec.inputs[0]]):
         if t in outs:
             pairs.append((t, t))
         else:
@@ -40,7 +35,7 @@ def op_cases():
     """Every operator (mode) x supported (input, output) type pair, as pytest ids."""
     for operator, mode in CASES:
         for in_type, out_type in supported_pairs(operator):
-            label = operator.removeprefix("ELEMENT_WISE_").lower()
+            label = spec_by_name(operator).numpy_name
             if mode is not None:
                 label += f"-{mode.name.lower()}"
             yield (operator, mode, in_type, out_type), f"{label}-{in_type.name.lower()}-{out_type.name.lower()}"
@@ -52,19 +47,19 @@ def reference(operator: str, mode, out_type: DataType, *inputs: np.ndarray) -> n
 
 
 def run_numpy_api(operator: str, mode, out_type: DataType, *inputs, **kwargs) -> np.ndarray:
-    if operator == "ELEMENT_WISE_SIGN":
-        return gpuops.sign(*inputs, **kwargs)
-    if operator == "ELEMENT_WISE_IS_NAN":
-        # The NumPy-level predicates return bool (0/1 bytes), compared here as the DML level's UINT8; UINT32 is
-        # DML-level only.
+    """The operator through its NumPy-level function (gpuops.<numpy_name>), the mode passed as its keyword."""
+    spec = spec_by_name(operator)
+    function = getattr(gpuops, spec.numpy_name)
+    if mode is not None:
+        kwargs["mode"] = mode
+    result = function(*inputs, **kwargs)
+    if result.dtype == np.bool_:
+        # The NumPy-level predicates return bool (0/1 bytes), compared here as the DML level's UINT8; other output
+        # types are DML-level only.
         if out_type != DataType.UINT8:
-            raise ValueError("the NumPy-level predicates return bool, compared as uint8")
-        return gpuops.is_nan(*inputs, **kwargs).view(np.uint8)
-    if operator == "ELEMENT_WISE_IS_INFINITY":
-        return gpuops.is_infinity(*inputs, mode=mode, **kwargs).view(np.uint8)
-    if operator == "ELEMENT_WISE_MODULUS_FLOOR":
-        return gpuops.modulus_floor(*inputs, **kwargs)
-    return gpuops.modulus_truncate(*inputs, **kwargs)
+            raise ValueError(f"gpuops.{spec.numpy_name} returns bool, compared as uint8, not {out_type.name}")
+        return result.view(np.uint8)
+    return result
 
 
 def assert_same_bits(got: np.ndarray, expected: np.ndarray, *inputs: np.ndarray) -> None:

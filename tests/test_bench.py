@@ -655,6 +655,64 @@ def test_bench_reference_follows_the_contract():
     assert mismatch is not None and mismatch.count == 1
 
 
+def test_bench_reference_reads_each_rows_attribute():
+    x = np.array([-np.inf, -1.0, np.inf, np.nan], np.float32)
+    u8 = gpuops.DataType.UINT8
+    for mode, want in [(None, [1, 0, 1, 0]), ("positive", [0, 0, 1, 0]), (2, [1, 0, 0, 0])]:
+        got = bench_reference.expected("ELEMENT_WISE_IS_INFINITY", mode, u8, x)
+        assert got.dtype == np.uint8 and got.tolist() == want, mode
+    assert bench_reference.expected("is_nan", None, gpuops.DataType.UINT32, x).dtype == np.uint32
+    with pytest.raises(gpuops.ValidationError, match=r"ELEMENT_WISE_SIGN: SignDesc\.mode: 1: the operator has no "):
+        bench_reference.expected("ELEMENT_WISE_SIGN", 1, gpuops.DataType.FLOAT32, x)
+    with pytest.raises(gpuops.ValidationError, match=r"IsInfinityDesc\.infinity_mode: unknown infinity mode 'up'"):
+        bench_reference.expected("ELEMENT_WISE_IS_INFINITY", "up", u8, x)
+
+
+class _FakeTorch:
+    """Records which torch function a row's torch_reference calls, and how."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: (name, len(args), "out" in kwargs and kwargs["out"] is not None)
+
+
+@pytest.mark.parametrize(("operator", "mode", "out_given", "call"), [
+    ("ELEMENT_WISE_SIGN", None, False, ("sign", 1, False)),
+    ("ELEMENT_WISE_IS_NAN", None, False, ("isnan", 1, False)),
+    ("ELEMENT_WISE_IS_NAN", None, True, ("ne", 2, True)),  # isnan has no out=
+    ("ELEMENT_WISE_IS_INFINITY", None, False, ("isinf", 1, False)),
+    ("ELEMENT_WISE_IS_INFINITY", 1, False, ("isposinf", 1, False)),
+    ("ELEMENT_WISE_IS_INFINITY", 2, False, ("isneginf", 1, False)),
+    ("ELEMENT_WISE_MODULUS_FLOOR", None, True, ("remainder", 2, True)),
+    ("ELEMENT_WISE_MODULUS_TRUNCATE", None, True, ("fmod", 2, True)),
+])
+def test_torch_comparison_calls_the_rows_torch_function(operator, mode, out_given, call):
+    from gpuops.bench.torch_compare import _function
+
+    arity = len(gpuops.operators.spec_by_name(operator).inputs)
+    function = _function(_FakeTorch(), operator, mode, out_given)
+    assert function(*(["x"] * arity), "out" if out_given else None) == call
+
+
+def test_rows_name_what_the_benchmarks_and_the_numpy_api_read():
+    from gpuops.operators import OPERATORS
+
+    for spec in OPERATORS:
+        assert spec.numpy_reference and spec.torch_reference and isinstance(spec.numpy_ufunc, np.ufunc), spec.name
+        assert callable(getattr(gpuops, spec.numpy_name)), spec.name
+        modes = spec.modes()
+        assert len(modes) == len({tuple(mode.items()) for mode in modes}) == \
+            int(np.prod([len(a.values) for a in spec.attributes]))
+        for mode in modes:  # every combination makes a desc
+            f32 = gpuops.TensorDesc(gpuops.DataType.FLOAT32, (4,))
+            out = gpuops.TensorDesc(spec.output_type(gpuops.DataType.FLOAT32), (4,))
+            desc = spec.desc_type(**{name: f32 for name in spec.inputs}, **{spec.output: out}, **mode)
+            assert {name: getattr(desc, name) for name in mode} == dict(mode)
+    assert len(gpuops.operators.spec_by_name("is_infinity").modes()) == 3
+    assert make_case("is_nan", "float16").out_dtype == gpuops.DataType.UINT8
+    assert make_case("is_infinity", "float32").out_dtype == gpuops.DataType.UINT8
+    assert make_case("modulus_floor", "int16").out_dtype == gpuops.DataType.INT16
+
+
 def test_bytes_moved_counts_distinct_elements():
     case = make_case("modulus_truncate", "int16", (8, 32), "broadcast-b")
     assert bytes_moved(case) == (256 + 32 + 256) * 2

@@ -61,10 +61,8 @@ def test_modulus_hard_cases(device, dtype):
     with np.errstate(over="ignore"):
         a = np.array([p[0] for p in pairs], dtype)
         b = np.array([p[1] for p in pairs], dtype)
-    values = iter([a, b])
-    for operator in ("ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WISE_MODULUS_TRUNCATE"):
+    for operator in sorted(BINARY):
         values = iter([a, b])
-        from gpuops import DataType
         data_type = DataType.from_numpy(np.dtype(dtype))
         desc = make_desc(operator, None, data_type, data_type, (len(pairs),))
         run_and_check(device, desc, np.random.default_rng(2), lambda t, n: next(values))

@@ -1,4 +1,5 @@
-"""bench/targets.py (issue 5's measurements): the contiguous rows' sizes and the rendering of merged runs."""
+"""bench/targets.py (the performance goals' measurements): its rows, the contiguous rows' sizes and the rendering
+of merged runs."""
 
 from __future__ import annotations
 
@@ -19,6 +20,17 @@ def targets():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def test_rows_are_every_operator_and_mode(targets):
+    assert sorted(targets.OPS, key=str) == sorted([
+        ("ELEMENT_WISE_SIGN", None), ("ELEMENT_WISE_IS_NAN", None), ("ELEMENT_WISE_IS_INFINITY", 0),
+        ("ELEMENT_WISE_IS_INFINITY", 1), ("ELEMENT_WISE_IS_INFINITY", 2), ("ELEMENT_WISE_MODULUS_FLOOR", None),
+        ("ELEMENT_WISE_MODULUS_TRUNCATE", None)], key=str)
+    row = {"operator": "ELEMENT_WISE_IS_INFINITY", "mode": 1, "dtype": "FLOAT16", "out_dtype": "UINT8"}
+    assert targets.label(row) == "is_infinity-positive float16->uint8"
+    assert targets.label({**row, "operator": "ELEMENT_WISE_MODULUS_FLOOR", "mode": None, "out_dtype": "FLOAT16"}) \
+        == "modulus_floor float16"
 
 
 @pytest.mark.parametrize(("in_type", "out_type", "expected"), [

@@ -16,8 +16,9 @@ from pathlib import Path
 from .. import __version__
 from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, installed_backends, load_backend
 from ..device import Device
-from ..enums import FeatureLevel
+from ..enums import DataType, FeatureLevel
 from ..errors import GpuOpsError
+from ..operators import OPERATORS
 from ..validation import validate
 from . import report
 from .model import DispatchCommand, ModelError, ModelRunner, RunOptions, load_model
@@ -150,6 +151,27 @@ def _timing_options(iterations: int, warmup: int, json_default: str | None = Non
 
 # ------------------------------------------------------------------------------------------------ the parser
 
+def _output_defaults() -> str:
+    """'uint8 for is_nan/is_infinity': the rows' default output types."""
+    names: dict[DataType, list[str]] = {}
+    for spec in OPERATORS:
+        if spec.default_output_type is not None:
+            names.setdefault(spec.default_output_type, []).append(spec.numpy_name)
+    return ", ".join(f"{data_type.name.lower()} for {'/'.join(ops)}" for data_type, ops in names.items())
+
+
+def _mode_help() -> str:
+    """"is_infinity's infinity_mode: either (default), positive, negative": the rows' attributes --mode sets."""
+    parts = []
+    for spec in OPERATORS:
+        attribute = spec.mode_attribute
+        if attribute is not None:
+            values = ", ".join(value.name.lower() + (" (default)" if value == attribute.default else "")
+                               for value in attribute.values)
+            parts.append(f"{spec.numpy_name}'s {attribute.name}: {values}")
+    return "; ".join(parts)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Benchmarks of gpuops' DirectML element-wise operators on WebGPU, "
                                             "checked bit for bit against NumPy before they are timed, and a runner "
@@ -175,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
                                   help="a short benchmark of every operator: a readable table (the default command)",
                                   description="Every operator on a few data types at one size (2^22 elements on "
                                               "a software adapter, 2^26 on a GPU), as a table.")
-    default.add_argument("--ops", nargs="+", action="extend", metavar="OP", help="operators (default: all five)")
+    default.add_argument("--ops", nargs="+", action="extend", metavar="OP", help="operators (default: every one)")
     default.add_argument("--dtypes", nargs="+", action="extend", metavar="TYPE",
                          help=f"data types (default: {', '.join(DEFAULT_DTYPES)}, where supported)")
     default.add_argument("--elements", type=_elements, metavar="N", help="elements per tensor")
@@ -196,16 +218,16 @@ def build_parser() -> argparse.ArgumentParser:
                                          + "\n".join(f"  {k:12s} {v}" for k, v in LAYOUT_HELP.items()),
                              formatter_class=argparse.RawDescriptionHelpFormatter)
     op.add_argument("operator", metavar="OPERATOR",
-                    help="sign, is_nan, is_infinity, modulus_floor, modulus_truncate (or DML_OPERATOR_... names)")
+                    help=f"{', '.join(spec.numpy_name for spec in OPERATORS)} (or DML_OPERATOR_... names)")
     op.add_argument("--dtype", default="float32", metavar="TYPE", help="input data type (default float32)")
     op.add_argument("--out-dtype", metavar="TYPE",
-                    help="output data type (default: uint8 for is_nan/is_infinity, else the input's)")
+                    help=f"output data type (default: {_output_defaults()}, else the input's)")
     op.add_argument("--sizes", type=_sizes, default=(1024, 1024), metavar="N,N,...",
                     help="tensor sizes (default 1024,1024)")
     op.add_argument("--layout", choices=LAYOUTS, default="packed", help="memory layout (default packed)")
     op.add_argument("--strides", type=_positive_ints, metavar="S,S,...",
                     help="explicit element strides of the inputs (the output stays packed)")
-    op.add_argument("--mode", metavar="MODE", help="is_infinity mode: either (default), positive, negative")
+    op.add_argument("--mode", metavar="MODE", help=_mode_help())
     op.set_defaults(handler=run_op)
 
     sweep = commands.add_parser("sweep", parents=[device_options, _timing_options(10, 2, "gpuops-sweep.json")],
@@ -215,19 +237,19 @@ def build_parser() -> argparse.ArgumentParser:
                                             "adapter's buffers and host memory allow). Prints a table and writes "
                                             "JSON and, when matplotlib is installed, a PNG of bandwidth against "
                                             "size.")
-    sweep.add_argument("--ops", nargs="+", action="extend", metavar="OP", help="operators (default: all five)")
+    sweep.add_argument("--ops", nargs="+", action="extend", metavar="OP", help="operators (default: every one)")
     sweep.add_argument("--dtypes", nargs="+", action="extend", metavar="TYPE",
                        help="data types (default: every type each operator supports)")
     sweep.add_argument("--max-elements", type=_elements, metavar="N", help="largest size (e.g. 4096, 2^24)")
     sweep.add_argument("--min-elements", type=_elements, default=SWEEP_MIN, metavar="N",
                        help="smallest size (default 2^10)")
     sweep.add_argument("--layout", choices=LAYOUTS, default="packed", help="memory layout (default packed)")
-    sweep.add_argument("--mode", metavar="MODE", help="is_infinity mode (default either)")
+    sweep.add_argument("--mode", metavar="MODE", help=_mode_help())
     sweep.add_argument("--plot", metavar="FILE.png", help="plot file (default: the JSON file's name, .png)")
     sweep.set_defaults(handler=run_sweep)
 
     model = commands.add_parser("model", help="run a DxDispatch model file (.json)",
-                                description="Run a DirectML DxDispatch model for gpuops' five operators: "
+                                description="Run a DirectML DxDispatch model for gpuops' operators: "
                                             "resources, dispatchables and dispatch/print/writeFile commands. Flags "
                                             "mean what they mean in DxDispatch.")
     model.add_argument("file", nargs="?", metavar="MODEL.json", help="the model file")

@@ -27,9 +27,9 @@ import numpy as np
 import wgpu
 
 from ..device import Binding, CompiledOperator, Device
-from ..enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
+from ..enums import DataType, FeatureLevel, TensorFlags
 from ..errors import GpuOpsError, ValidationError
-from ..operators import OPERATORS, OperatorSpec, spec_by_name
+from ..operators import OPERATORS, Attribute, OperatorSpec, spec_by_name
 from ..tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT, TensorDesc
 from ..validation import validate, validate_bindings
 from .ticks import split_writes
@@ -434,11 +434,12 @@ def _execution_flags(raw, path: str) -> tuple[str, ...]:
 def _parse_desc(spec: OperatorSpec, raw, path: str, level: FeatureLevel) -> object:
     obj = _object(raw, path)
     tensor_names = {dml_name(field): field for field in spec.tensor_fields}
-    scalar_names = {"InfinityMode": "infinity_mode"} if spec.name == "ELEMENT_WISE_IS_INFINITY" else {}
-    _known_keys(obj, list(tensor_names) + list(scalar_names), path)
+    attributes = {attribute.dml_name: attribute for attribute in spec.attributes}
+    _known_keys(obj, list(tensor_names) + list(attributes), path)
     kwargs = {field: _parse_tensor(_required(obj, key, path), _key(path, key)) for key, field in tensor_names.items()}
-    if "InfinityMode" in obj and scalar_names:
-        kwargs["infinity_mode"] = _infinity_mode(obj["InfinityMode"], _key(path, "InfinityMode"))
+    for key, attribute in attributes.items():
+        if key in obj:
+            kwargs[attribute.name] = _attribute(attribute, obj[key], _key(path, key))
     desc = spec.desc_type(**kwargs)
     try:
         validate(desc, level)
@@ -447,14 +448,16 @@ def _parse_desc(spec: OperatorSpec, raw, path: str, level: FeatureLevel) -> obje
     return desc
 
 
-def _infinity_mode(raw, path: str) -> IsInfinityMode:
+def _attribute(attribute: Attribute, raw, path: str):
+    """An attribute's value: a DirectML enum name (with or without its prefix) or number."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int)):
-        raise ModelError(path, f"expected a mode name or number, got {_kind(raw)}")
+        raise ModelError(path, f"{attribute.label}: expected a name or number, got {_kind(raw)}")
     try:
-        return IsInfinityMode.parse(raw)
+        return attribute.parse(raw)
     except (ValueError, KeyError):
-        raise ModelError(path, f"unknown infinity mode {raw!r}; allowed: DML_IS_INFINITY_MODE_EITHER (0), "
-                               "POSITIVE (1), NEGATIVE (2), with or without the prefix") from None
+        allowed = ", ".join(f"{value.name} ({int(value)})" for value in attribute.values)
+        raise ModelError(path, f"unknown {attribute.label} {raw!r}; allowed: {allowed}, by name (with or without "
+                               "DirectML's prefix) or number") from None
 
 
 def _parse_tensor(raw, path: str) -> TensorDesc:

@@ -1,46 +1,36 @@
 """NumPy as the oracle for benchmarks: a kernel is timed only after its result matched this bit for bit.
 
 Kept apart from the tests' oracle on purpose (an installed gpuops has no tests/), and written from the contract
-(docs/semantics.md): SIGN gives +0 for NaN and -0, IS_INFINITY follows its mode, MODULUS_FLOOR is np.remainder
-and MODULUS_TRUNCATE is np.fmod on the same dtype.
+(docs/semantics.md): each operator's row holds its NumPy computation (OperatorSpec.numpy_reference); SIGN gives
++0 for NaN and -0, IS_INFINITY follows its mode, MODULUS_FLOOR is np.remainder and MODULUS_TRUNCATE is np.fmod
+on the same dtype.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ..enums import DataType, IsInfinityMode
+from ..enums import DataType
+from ..errors import ValidationError
+from ..operators import spec_by_name
 
 
-def numpy_function(operator: str, mode: IsInfinityMode | None, out_type: DataType) -> Callable[..., np.ndarray]:
-    """The NumPy computation of `operator` (a spec name such as 'ELEMENT_WISE_SIGN') returning `out_type`."""
-    out_dtype = out_type.numpy_dtype
-    if operator == "ELEMENT_WISE_SIGN":
-        return _sign
-    if operator == "ELEMENT_WISE_IS_NAN":
-        return lambda x: np.isnan(x).astype(out_dtype)
-    if operator == "ELEMENT_WISE_IS_INFINITY":
-        test = {IsInfinityMode.EITHER: np.isinf, IsInfinityMode.POSITIVE: np.isposinf,
-                IsInfinityMode.NEGATIVE: np.isneginf}[IsInfinityMode.parse(mode or 0)]
-        return lambda x: test(x).astype(out_dtype)
-    if operator == "ELEMENT_WISE_MODULUS_FLOOR":
-        return np.remainder
-    if operator == "ELEMENT_WISE_MODULUS_TRUNCATE":
-        return np.fmod
-    raise ValueError(f"no NumPy reference for {operator!r}")
+def numpy_function(operator: str, mode: Any, out_type: DataType) -> Callable[..., np.ndarray]:
+    """The NumPy computation of `operator` (a spec name such as 'ELEMENT_WISE_SIGN') returning `out_type`; `mode`
+    sets the operator's attribute (IS_INFINITY's mode; None: its default)."""
+    spec = spec_by_name(operator)
+    if spec.numpy_reference is None:
+        raise ValidationError(f"DML_OPERATOR_{spec.name}: OperatorSpec.numpy_reference: None; the row gives no "
+                              "NumPy reference to check results against")
+    reference, attributes = spec.numpy_reference, spec.mode_values(mode)
+    return lambda *inputs: reference(inputs, attributes, out_type)
 
 
-def _sign(x: np.ndarray) -> np.ndarray:
-    result = np.sign(x)
-    if x.dtype.kind == "f":  # gpuops decision: NaN and -0 give +0
-        result = np.where(np.isnan(x) | (x == 0), x.dtype.type(0), result)
-    return result.astype(x.dtype)
-
-
-def expected(operator: str, mode: IsInfinityMode | None, out_type: DataType, *inputs: np.ndarray) -> np.ndarray:
+def expected(operator: str, mode: Any, out_type: DataType, *inputs: np.ndarray) -> np.ndarray:
     """What gpuops must produce, bit for bit (NaN payloads aside)."""
     with np.errstate(all="ignore"):  # x % 0 and friends are defined results here, not warnings
         return np.asarray(numpy_function(operator, mode, out_type)(*inputs))

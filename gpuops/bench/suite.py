@@ -162,7 +162,7 @@ def cases_for(pairs: list[tuple[str, DataType]], sizes_of: Callable[[int], tuple
     elements = list(elements)
     cases = []
     for operator, data_type in pairs:
-        op_mode = mode if operator == "ELEMENT_WISE_IS_INFINITY" else None
+        op_mode = mode if spec_by_name(operator).mode_attribute is not None else None  # --mode: where it applies
         cases.extend(make_case(operator, data_type, sizes_of(count), layout, op_mode) for count in elements)
     return cases
 

@@ -7,6 +7,9 @@ import statistics
 
 import numpy as np
 
+from ..errors import ValidationError
+from ..operators import spec_by_name
+
 
 def torch_cuda():
     """The torch module when CUDA works, else None."""
@@ -17,17 +20,18 @@ def torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
+COPY = "COPY"  # not an operator: PyTorch's copy, the roof its operators are rated against
+
+
 def _function(torch, operator: str, mode: int | None, out_given: bool = False):
-    return {
-        "ELEMENT_WISE_SIGN": lambda x, out: torch.sign(x, out=out),
-        # isnan has no out=; x != x is the same test and takes one (a strided output needs it)
-        "ELEMENT_WISE_IS_NAN": ((lambda x, out: torch.ne(x, x, out=out)) if out_given
-                                else (lambda x, out: torch.isnan(x))),
-        "ELEMENT_WISE_IS_INFINITY": lambda x, out: (torch.isinf, torch.isposinf, torch.isneginf)[mode or 0](x),
-        "ELEMENT_WISE_MODULUS_FLOOR": lambda a, b, out: torch.remainder(a, b, out=out),
-        "ELEMENT_WISE_MODULUS_TRUNCATE": lambda a, b, out: torch.fmod(a, b, out=out),
-        "COPY": lambda x, out: out.copy_(x),
-    }[operator]
+    """f(*tensors, out) computing `operator` (a spec name, or COPY) in PyTorch: the row's torch_reference."""
+    if operator == COPY:
+        return lambda x, out: out.copy_(x)
+    spec = spec_by_name(operator)
+    if spec.torch_reference is None:
+        raise ValidationError(f"DML_OPERATOR_{spec.name}: OperatorSpec.torch_reference: None; the row gives no "
+                              "PyTorch equivalent to time")
+    return spec.torch_reference(torch, spec.mode_values(mode), out_given)
 
 
 def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dtype: np.dtype,

@@ -7,6 +7,7 @@ operand counts once per distinct element) plus the bytes written.
 
 from __future__ import annotations
 
+import enum
 import math
 import statistics
 import time
@@ -16,9 +17,9 @@ import numpy as np
 import wgpu
 
 from ..device import Binding, Device
-from ..enums import DataType, IsInfinityMode
+from ..enums import DataType
 from ..errors import ValidationError
-from ..operators import OperatorSpec, spec_by_name
+from ..operators import OPERATORS, OperatorSpec, spec_by_name
 from ..support import support_row
 from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
 from . import reference
@@ -44,14 +45,15 @@ def buffer_usage(device: Device) -> int:
 
 @dataclass(frozen=True)
 class Case:
-    """What to run: operator (a spec name), IS_INFINITY mode, data types, sizes and layout."""
+    """What to run: operator (a spec name), the value of its attribute (IS_INFINITY's mode), data types, sizes and
+    layout."""
 
     operator: str
     dtype: DataType
     out_dtype: DataType
     sizes: tuple[int, ...]
     layout: str = "packed"
-    mode: IsInfinityMode | None = None
+    mode: enum.Enum | None = None  # the row's mode_attribute's value; None for an operator without one
     input_strides: tuple[int, ...] | None = None  # explicit input strides (--strides) instead of the layout's
 
     @property
@@ -81,14 +83,7 @@ def make_case(operator: str, dtype: str | DataType = "float32", sizes=(1024, 102
         data_type = DataType.parse(dtype)
     except (ValueError, KeyError):
         raise ValidationError(f"unknown data type {dtype!r}; e.g. float32, float16, int32, uint8") from None
-    if mode is not None and spec.name != "ELEMENT_WISE_IS_INFINITY":
-        raise ValidationError(f"--mode applies to is_infinity only, not {spec.numpy_name}")
-    infinity_mode = None
-    if spec.name == "ELEMENT_WISE_IS_INFINITY":
-        try:
-            infinity_mode = IsInfinityMode.parse(mode if mode is not None else "either")
-        except (ValueError, KeyError):
-            raise ValidationError(f"unknown --mode {mode!r}; allowed: either, positive, negative") from None
+    attribute_value = _mode(spec, mode)
     output_type = default_output_type(spec, data_type) if out_dtype is None else _parse_type(out_dtype)
     sizes = tuple(int(s) for s in sizes)
     if layout not in LAYOUTS:
@@ -102,7 +97,23 @@ def make_case(operator: str, dtype: str | DataType = "float32", sizes=(1024, 102
         strides = tuple(int(s) for s in input_strides)
         if len(strides) != len(sizes):
             raise ValidationError(f"--strides has {len(strides)} values for {len(sizes)} sizes")
-    return Case(spec.name, data_type, output_type, sizes, layout, infinity_mode, strides)
+    return Case(spec.name, data_type, output_type, sizes, layout, attribute_value, strides)
+
+
+def _mode(spec: OperatorSpec, mode: str | int | None) -> enum.Enum | None:
+    """--mode: the value of the operator's attribute (its default when not given), None for an operator without
+    one."""
+    attribute = spec.mode_attribute
+    if attribute is None:
+        if mode is not None:
+            takers = ", ".join(s.numpy_name for s in OPERATORS if s.attributes)
+            raise ValidationError(f"--mode applies to {takers} only, not {spec.numpy_name}")
+        return None
+    try:
+        return attribute.parse(mode if mode is not None else attribute.default)
+    except (ValueError, KeyError):
+        allowed = ", ".join(value.name.lower() for value in attribute.values)
+        raise ValidationError(f"unknown --mode {mode!r}; allowed: {allowed}") from None
 
 
 def _parse_type(value) -> DataType:
@@ -113,8 +124,8 @@ def _parse_type(value) -> DataType:
 
 
 def default_output_type(spec: OperatorSpec, data_type: DataType) -> DataType:
-    """UINT8 for the predicates (IS_NAN, IS_INFINITY), the input's type otherwise."""
-    return DataType.UINT8 if spec.name in ("ELEMENT_WISE_IS_NAN", "ELEMENT_WISE_IS_INFINITY") else data_type
+    """The row's default_output_type (UINT8 for the predicates), else the input's type."""
+    return spec.output_type(data_type)
 
 
 def supported_types(spec: OperatorSpec, level) -> list[DataType]:
@@ -151,8 +162,7 @@ def make_desc(case: Case) -> object:
     strides = tensor_strides(case)
     tensors = {name: TensorDesc(case.out_dtype if name == spec.output else case.dtype, case.sizes, strides[name])
                for name in spec.tensor_fields}
-    extra = {"infinity_mode": case.mode} if case.mode is not None else {}
-    return spec.desc_type(**tensors, **extra)
+    return spec.desc_type(**tensors, **spec.mode_values(case.mode))
 
 
 def distinct_elements(sizes: tuple[int, ...], strides: tuple[int, ...]) -> int:
