@@ -720,9 +720,10 @@ def test_bytes_moved_counts_distinct_elements():
 
 
 def test_copy_roof_splits_copies_over_the_binding_limit():
-    """The copy kernel binds at most the adapter's storage binding size: larger copies become several dispatches."""
-    from gpuops.bench.timing import GpuTimer
-    from gpuops.bench.workload import Arena, ArenaCopy
+    """The copy kernel binds at most the adapter's storage binding size: larger copies become several dispatches,
+    between a run's own buffers and between the kernel's."""
+    from gpuops.bench.timing import CopyKernel, GpuTimer
+    from gpuops.bench.workload import Arena
 
     device = gpuops.Device()
     device.limits = {**dict(device.limits), "max-storage-buffer-binding-size": 4096}
@@ -731,11 +732,17 @@ def test_copy_roof_splits_copies_over_the_binding_limit():
     data = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8)
     source, target = arena.slot(0, size), arena.slot(2, size)
     device.wgpu_device.queue.write_buffer(source, 0, data)
-    record = ArenaCopy(device).recorder(source, target, size)
+    record = CopyKernel(device).recorder(source, target, size)
     GpuTimer(device).run(record, 1, 0)
     copied = np.frombuffer(device.wgpu_device.queue.read_buffer(target, 0, size), np.uint8)
     assert np.array_equal(copied, data)
     arena.release()
+    own = CopyKernel(device, size)
+    assert len(own.dispatches) == 10 and own.bytes_moved == 2 * size
+    device.wgpu_device.queue.write_buffer(own.src, 0, data[::-1].copy())
+    GpuTimer(device).run(own.record, 1, 0)
+    assert np.array_equal(np.frombuffer(device.wgpu_device.queue.read_buffer(own.dst, 0, size), np.uint8), data[::-1])
+    own.release()
 
 
 def test_missing_backend_is_a_clean_error(capsys):

@@ -19,6 +19,7 @@ import numpy as np
 import wgpu
 
 from ..backends import BACKENDS
+from ..operators import spec_by_name
 from .workload import copy_size
 
 SCHEMA = "gpuops-bench/1"
@@ -168,7 +169,7 @@ def results_table(results: list[dict], compare: tuple[str, ...] = (), floor_ns: 
     headers += [f"{what} GB/s" for what in compare]
     lines = []
     for row in results:
-        name = row["operator"].removeprefix("ELEMENT_WISE_").lower()
+        name = spec_by_name(row["operator"]).numpy_name
         if row.get("mode"):
             name += f" ({row['mode'].lower()})"
         types = row["dtype"].lower() if row["dtype"] == row["output_dtype"] else \
