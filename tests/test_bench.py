@@ -745,6 +745,30 @@ def test_copy_roof_splits_copies_over_the_binding_limit():
     own.release()
 
 
+@pytest.mark.parametrize("script", ["broadcast_roof", "strided_roof"])
+def test_roof_scripts_do_nothing_at_import(monkeypatch, capsys, script):
+    """Importing a roof script parses no arguments and opens no device: its work is main()'s."""
+    import argparse
+    import importlib.util
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"bench/{script}.py did work at import")
+
+    monkeypatch.setattr(gpuops, "Device", refuse)
+    monkeypatch.setattr(gpuops.device, "Device", refuse)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", refuse)
+    spec = importlib.util.spec_from_file_location(f"bench_{script}", ROOT / "bench" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert capsys.readouterr() == ("", "")
+    assert callable(module.main)
+    monkeypatch.undo()  # --help through main(): argparse inside it, still no device
+    monkeypatch.setattr(gpuops, "Device", refuse)
+    with pytest.raises(SystemExit) as exit_info:
+        module.main(["--help"])
+    assert exit_info.value.code == 0 and "usage:" in capsys.readouterr().out
+
+
 def test_missing_backend_is_a_clean_error(capsys):
     pytest.importorskip("wgpu")
     try:

@@ -185,7 +185,8 @@ class CopyKernel:
         self._record(encoder, timestamp_writes, self.dispatches)
 
     def _record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None, dispatches) -> None:
-        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes} if timestamp_writes else {}))
+        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
+                                                     if timestamp_writes else {}))
         compute_pass.set_pipeline(self.pipeline)
         for bind_group, grid in dispatches:
             compute_pass.set_bind_group(0, bind_group)
