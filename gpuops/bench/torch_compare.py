@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -79,9 +80,10 @@ def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dt
         else:
             out = torch.empty_like(tensors[0], dtype=torch_dtype)
         function = _function(torch, operator, mode, strided_out)
-        times, result = cuda_times(torch, lambda: function(*tensors, out), iterations, warmup)
+        call = functools.partial(function, *tensors, out)
+        times, result = cuda_times(torch, call, iterations, warmup)
         out_bytes = result.numel() * result.element_size()
-        del tensors, out, result
+        del tensors, out, result, call
         torch.cuda.empty_cache()
     except (RuntimeError, TypeError, NotImplementedError) as exc:
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
