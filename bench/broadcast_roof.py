@@ -4,10 +4,10 @@
 
 A broadcast case of `gpuops-bench targets` (8192 x 8192, one operand a row of 8192 read from the cache) moves, in
 memory, the other input and the output: for a one-input operator (IS_NAN, SIGN) the output alone, a write-only
-stream; for a modulus the dividend and the output, a copy. This times, for outputs of each --mib size, a minimal WGSL kernel
-writing it (vec4<u32> stores, one or four per invocation), the WGSL copy (gpuops.bench.timing.CopyKernel) of it,
-and PyTorch's `fill_` and `copy_` of the same bytes beside them (with CUDA), and PyTorch's copy of 256 MiB, the
-targets' 100%. docs/performance.md compares each broadcast row's goal with these figures
+stream; for a modulus the dividend and the output, a copy. This times, for outputs of each --mib size, a minimal
+WGSL kernel writing it (vec4<u32> stores, one or four per invocation), the WGSL copy (gpuops.bench.timing.CopyKernel)
+of it, and PyTorch's `fill_` and `copy_` of the same bytes beside them (with CUDA), and PyTorch's copy of 256 MiB,
+the targets' 100%. docs/performance.md compares each broadcast row's goal with these figures
 (bench/results/h200-*-broadcast-roof.txt).
 """
 from __future__ import annotations
