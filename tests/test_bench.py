@@ -147,7 +147,7 @@ def validate_result(row: dict, doc: dict) -> None:
 def test_help_names_every_command(capsys):
     status, out, _ = run(capsys, "--help")
     assert status == 0
-    for command in ("default", "adapters", "op", "sweep", "model"):
+    for command in ("default", "adapters", "op", "sweep", "targets", "model"):
         assert command in out
 
 
