@@ -2,31 +2,27 @@
 
     python bench/broadcast_roof.py [--mib 64 128] [--iterations 20] [--repeats 1] [--backend wgpu-native|dawn]
 
-A broadcast case of bench/targets.py (8192 x 8192, one operand a row of 8192 read from the cache) moves, in memory,
-the other input and the output: for a one-input operator (IS_NAN, SIGN) the output alone, a write-only stream;
-for a modulus the dividend and the output, a copy. This times, for outputs of each --mib size, a minimal WGSL kernel
-writing it (vec4<u32> stores, one or four per invocation), the WGSL copy (gpuops.bench.timing.CopyKernel) of it,
-and PyTorch's `fill_` and `copy_` of the same bytes beside them (with CUDA), and PyTorch's copy of 256 MiB, the
-targets' 100%. docs/performance.md compares each broadcast row's goal with these figures
+A broadcast case of `gpuops-bench targets` (8192 x 8192, one operand a row of 8192 read from the cache) moves, in
+memory, the other input and the output: for a one-input operator (IS_NAN, SIGN) the output alone, a write-only
+stream; for a modulus the dividend and the output, a copy. This times, for outputs of each --mib size, a minimal
+WGSL kernel writing it (vec4<u32> stores, one or four per invocation), the WGSL copy (gpuops.bench.timing.CopyKernel)
+of it, and PyTorch's `fill_` and `copy_` of the same bytes beside them (with CUDA), and PyTorch's copy of 256 MiB,
+the targets' 100%. docs/performance.md compares each broadcast row's goal with these figures
 (bench/results/h200-*-broadcast-roof.txt).
 """
+from __future__ import annotations
+
 import argparse
 import statistics
+import sys
 
 import numpy as np
 
 import gpuops
 from gpuops import backends
 from gpuops.bench.timing import CopyKernel, GpuTimer
-from gpuops.bench.torch_compare import torch_cuda
+from gpuops.bench.torch_compare import cuda_times, torch_cuda
 from gpuops.device import record_pass
-
-_parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-_parser.add_argument("--mib", type=int, nargs="+", default=[64, 128], help="output sizes in MiB")
-_parser.add_argument("--iterations", type=int, default=20)
-_parser.add_argument("--repeats", type=int, default=1, help="passes per timed span (Dawn: 40)")
-_parser.add_argument("--backend", default=None, help="wgpu-native or dawn (default: GPUOPS_BACKEND or wgpu-native)")
-ARGS = _parser.parse_args()
 
 WRITE_WGSL = """
 @group(0) @binding(0) var<storage, read_write> dst: array<vec4<u32>>;
@@ -73,30 +69,29 @@ class WriteKernel:
 
 def torch_ns(torch, work) -> float:
     """Median CUDA-event time of `work` over 20 runs after 3 warm-up runs."""
-    times = []
-    for _ in range(23):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        work()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e6)
-    return statistics.median(times[3:])
+    return statistics.median(cuda_times(torch, work, 20, 3)[0])
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, nargs="+", default=[64, 128], help="output sizes in MiB")
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=1, help="passes per timed span (Dawn: 40)")
+    parser.add_argument("--backend", default=None,
+                        help="wgpu-native or dawn (default: GPUOPS_BACKEND or wgpu-native)")
+    args = parser.parse_args(argv)
     torch = torch_cuda()
     if torch is not None:
         torch.ones(1, device="cuda")  # hold a CUDA context: without it the driver runs Vulkan compute slower
-    device = gpuops.Device(backend=ARGS.backend) if ARGS.backend else gpuops.Device()
+    device = gpuops.Device(backend=args.backend) if args.backend else gpuops.Device()
     print("device", device.adapter_name, backends.backend_name(device.wgpu), "runtime_checks",
-          device.runtime_checks, "repeats", ARGS.repeats, flush=True)
+          device.runtime_checks, "repeats", args.repeats, flush=True)
     timer = GpuTimer(device)
 
     def timed(kernel) -> float:
-        return timer.run(kernel.record, iterations=ARGS.iterations, warmup=2, repeats=ARGS.repeats).gpu_median_ns
+        return timer.run(kernel.record, iterations=args.iterations, warmup=2, repeats=args.repeats).gpu_median_ns
 
-    for mib in ARGS.mib:
+    for mib in args.mib:
         size = mib << 20
         for chunks in (1, 4):
             write = WriteKernel(device, size, chunks)
@@ -121,6 +116,8 @@ def main() -> None:
         y = torch.zeros(256 << 20, dtype=torch.uint8, device="cuda")
         ns = torch_ns(torch, lambda: y.copy_(x))
         print(f"torch copy_ 256 MiB -> 256 MiB (the targets' 100%): {ns / 1000:7.1f} us {2 * (256 << 20) / ns:6.0f} GB/s")
+    return 0
 
 
-main()
+if __name__ == "__main__":
+    sys.exit(main())

@@ -5,7 +5,7 @@ kernel's SASS as raw instructions. That code shows where a kernel spends its ins
 pipes they load. Capture a run's cache, then disassemble it here:
 
     __GL_SHADER_DISK_CACHE_PATH=/tmp/glc __GL_SHADER_DISK_CACHE_SKIP_CLEANUP=1 \\
-        python bench/targets.py --only layouts --layouts broadcast --match 'modulus_floor float32$'
+        gpuops-bench targets --only layouts --layouts broadcast --match 'modulus_floor float32$'
     python bench/driver_sass.py /tmp/glc sass/       # one sass/kNN.sass per kernel, in the order compiled
 
 Needs `zstd` and `nvdisasm` (the nvidia-cuda-nvdisasm wheel has it; --nvdisasm names it) on this machine, not

@@ -5,32 +5,27 @@
 Each kernel writes N results (an identity, or IS_NAN for float32 -> uint8) into every second element of an output of
 2N elements from a contiguous input, keeping the elements between: their words are read, merged and written back,
 as no WebGPU store is narrower than 32 bits. The 'noread' kernels skip the read (and zero the bytes between, which
-is wrong) to show what the read costs. 'counted' is bandwidth as bench/targets.py counts it (input + the N output
-elements); 'DRAM-min' counts the bytes the memory must move at least (input, and the output's span read and
+is wrong) to show what the read costs. 'counted' is bandwidth as `gpuops-bench targets` counts it (input + the N
+output elements); 'DRAM-min' counts the bytes the memory must move at least (input, and the output's span read and
 written). PyTorch's `y[::2].copy_(x)` and plain copies of the packed tensors' bytes run beside them. The figures
 behind docs/performance.md's strided-output argument (a unary same-width operator moves 2.5 times the bytes it is
 counted for) are in bench/results/h200-wgpu-native-strided-roof.txt.
 """
+from __future__ import annotations
+
 import argparse
 import statistics
+import sys
 
 import numpy as np
 
 import gpuops
 from gpuops import backends
 from gpuops.bench.timing import CopyKernel, GpuTimer
-from gpuops.bench.torch_compare import torch_cuda
+from gpuops.bench.torch_compare import cuda_times, torch_cuda
 from gpuops.device import record_pass
 
-_parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-_parser.add_argument("--log2", type=int, default=25, help="N = 2^LOG2 results")
-_parser.add_argument("--iterations", type=int, default=20)
-_parser.add_argument("--only", help="run only the kernels whose name starts with this")
-_parser.add_argument("--units", type=int, nargs="+", default=[1, 4], help="units per invocation to try")
-ARGS = _parser.parse_args()
-N = 1 << ARGS.log2
 WG = 256
-ITER = ARGS.iterations
 
 HEAD = """
 @group(0) @binding(0) var<storage, read> src: array<{src}>;
@@ -127,27 +122,27 @@ KF_C = """
                                                   isnan32(v1.x) | (isnan32(v1.y) << 16u), isnan32(v1.z) | (isnan32(v1.w) << 16u));
 """
 
-KERNELS = {
-    # name: source and output element views, invocation steps, input bytes and output bytes per element, body, the
-    # mask of the bytes between the elements
-    "i8_unit2": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K_2.replace("SPREAD", "spread8"), KEEP8),
-    "i8_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K_2_NOREAD.replace("SPREAD", "spread8"), KEEP8),
-    "i8_unit1": ("vec2<u32>", "vec4<u32>", N // 8, 1, 1, K_1.replace("SPREAD", "spread8"), KEEP8),
-    "i8_word": ("u32", "u32", N // 2, 1, 1, K8_W, KEEP8),
-    "f16_unit2": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K_2.replace("SPREAD", "spread16"), KEEP16),
-    "f16_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K_2_NOREAD.replace("SPREAD", "spread16"), KEEP16),
-    "f16_unit1": ("vec2<u32>", "vec4<u32>", N // 4, 2, 2, K_1.replace("SPREAD", "spread16"), KEEP16),
-    "f32u8_words": ("vec4<u32>", "u32", N // 4, 4, 1, KF_W, KEEP8),
-    "f32u8_vec2": ("vec4<u32>", "vec2<u32>", N // 4, 4, 1, KF_V2, KEEP8),
-    "f32u8_unit2": ("vec4<u32>", "vec4<u32>", N // 16, 4, 1, KF_2, KEEP8),
-    "f32u8_words_v4view": ("vec4<u32>", "vec4<u32>", N // 4, 4, 1, KF_W4, KEEP8),
-    "f32u8_chunk": ("vec4<u32>", "vec4<u32>", N // 8, 4, 1, KF_C, KEEP8),
-}
-if ARGS.only:
-    KERNELS = {k: v for k, v in KERNELS.items() if k.startswith(ARGS.only)}
+
+def kernels(N: int) -> dict[str, tuple]:  # noqa: N803 (N: the count the docstring names)
+    """The kernels for N results, by name: source and output element views, invocation steps, input bytes and
+    output bytes per element, body, the mask of the bytes between the elements."""
+    return {
+        "i8_unit2": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K_2.replace("SPREAD", "spread8"), KEEP8),
+        "i8_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 16, 1, 1, K_2_NOREAD.replace("SPREAD", "spread8"), KEEP8),
+        "i8_unit1": ("vec2<u32>", "vec4<u32>", N // 8, 1, 1, K_1.replace("SPREAD", "spread8"), KEEP8),
+        "i8_word": ("u32", "u32", N // 2, 1, 1, K8_W, KEEP8),
+        "f16_unit2": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K_2.replace("SPREAD", "spread16"), KEEP16),
+        "f16_unit2_noread": ("vec4<u32>", "vec4<u32>", N // 8, 2, 2, K_2_NOREAD.replace("SPREAD", "spread16"), KEEP16),
+        "f16_unit1": ("vec2<u32>", "vec4<u32>", N // 4, 2, 2, K_1.replace("SPREAD", "spread16"), KEEP16),
+        "f32u8_words": ("vec4<u32>", "u32", N // 4, 4, 1, KF_W, KEEP8),
+        "f32u8_vec2": ("vec4<u32>", "vec2<u32>", N // 4, 4, 1, KF_V2, KEEP8),
+        "f32u8_unit2": ("vec4<u32>", "vec4<u32>", N // 16, 4, 1, KF_2, KEEP8),
+        "f32u8_words_v4view": ("vec4<u32>", "vec4<u32>", N // 4, 4, 1, KF_W4, KEEP8),
+        "f32u8_chunk": ("vec4<u32>", "vec4<u32>", N // 8, 4, 1, KF_C, KEEP8),
+    }
 
 
-def expected(name, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def expected(name: str, src: np.ndarray, dst: np.ndarray, N: int) -> np.ndarray:  # noqa: N803
     out = dst.copy()
     if name.startswith("i8"):
         view = out.view(np.uint8)
@@ -165,7 +160,16 @@ def expected(name, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     return out
 
 
-def main():
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--log2", type=int, default=25, help="N = 2^LOG2 results")
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--only", help="run only the kernels whose name starts with this")
+    parser.add_argument("--units", type=int, nargs="+", default=[1, 4], help="units per invocation to try")
+    args = parser.parse_args(argv)
+    N = 1 << args.log2
+    ITER = args.iterations
+    chosen = {k: v for k, v in kernels(N).items() if not args.only or k.startswith(args.only)}
     torch = torch_cuda()
     if torch is not None:
         torch.ones(1, device="cuda")  # hold a CUDA context: without it the driver runs Vulkan compute slower
@@ -176,8 +180,8 @@ def main():
     usage = device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_SRC | device.wgpu.BufferUsage.COPY_DST
     timer = GpuTimer(device)
     rng = np.random.default_rng(1)
-    upis = ARGS.units
-    for name, (src_t, dst_t, units, in_b, out_b, body, keep) in KERNELS.items():
+    upis = args.units
+    for name, (src_t, dst_t, units, in_b, out_b, body, keep) in chosen.items():
         src = rng.integers(0, 2**32, N * in_b // 4, dtype=np.uint32)
         if name.startswith("f32u8"):
             f = src.view(np.float32)
@@ -185,7 +189,7 @@ def main():
         dst = rng.integers(0, 2**32, 2 * N * out_b // 4, dtype=np.uint32)
         sbuf = wd.create_buffer_with_data(data=src, usage=usage)
         dbuf = wd.create_buffer_with_data(data=dst, usage=usage)
-        want = expected(name, src, dst)
+        want = expected(name, src, dst, N)
         for upi in upis:
             code = HEAD.format(src=src_t, dst=dst_t, upi=upi, count=units, body=body.replace("KEEP", keep))
             module = backends.create_shader_module(device.wgpu, wd, name, code, device.runtime_checks)
@@ -221,16 +225,11 @@ def main():
         for dt, eb in ((torch.int8, 1), (torch.float16, 2)):
             x = torch.zeros(N, dtype=dt, device="cuda")
             y = torch.zeros(2 * N, dtype=dt, device="cuda")
-            times = []
-            for _ in range(23):
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                y[::2].copy_(x)
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e) * 1e6)
-            ns = statistics.median(times[3:])
+            times, _ = cuda_times(torch, lambda x=x, y=y: y[::2].copy_(x), 20, 3)
+            ns = statistics.median(times)
             print(f"torch y[::2].copy_(x) {dt}: {ns / 1000:.1f} us counted {2 * N * eb / ns:.0f} GB/s")
+    return 0
 
 
-main()
+if __name__ == "__main__":
+    sys.exit(main())

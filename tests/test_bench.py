@@ -147,7 +147,7 @@ def validate_result(row: dict, doc: dict) -> None:
 def test_help_names_every_command(capsys):
     status, out, _ = run(capsys, "--help")
     assert status == 0
-    for command in ("default", "adapters", "op", "sweep", "model"):
+    for command in ("default", "adapters", "op", "sweep", "targets", "model"):
         assert command in out
 
 
@@ -720,9 +720,10 @@ def test_bytes_moved_counts_distinct_elements():
 
 
 def test_copy_roof_splits_copies_over_the_binding_limit():
-    """The copy kernel binds at most the adapter's storage binding size: larger copies become several dispatches."""
-    from gpuops.bench.timing import GpuTimer
-    from gpuops.bench.workload import Arena, ArenaCopy
+    """The copy kernel binds at most the adapter's storage binding size: larger copies become several dispatches,
+    between a run's own buffers and between the kernel's."""
+    from gpuops.bench.timing import CopyKernel, GpuTimer
+    from gpuops.bench.workload import Arena
 
     device = gpuops.Device()
     device.limits = {**dict(device.limits), "max-storage-buffer-binding-size": 4096}
@@ -731,11 +732,41 @@ def test_copy_roof_splits_copies_over_the_binding_limit():
     data = np.random.default_rng(1).integers(0, 256, size, dtype=np.uint8)
     source, target = arena.slot(0, size), arena.slot(2, size)
     device.wgpu_device.queue.write_buffer(source, 0, data)
-    record = ArenaCopy(device).recorder(source, target, size)
+    record = CopyKernel(device).recorder(source, target, size)
     GpuTimer(device).run(record, 1, 0)
     copied = np.frombuffer(device.wgpu_device.queue.read_buffer(target, 0, size), np.uint8)
     assert np.array_equal(copied, data)
     arena.release()
+    own = CopyKernel(device, size)
+    assert len(own.dispatches) == 10 and own.bytes_moved == 2 * size
+    device.wgpu_device.queue.write_buffer(own.src, 0, data[::-1].copy())
+    GpuTimer(device).run(own.record, 1, 0)
+    assert np.array_equal(np.frombuffer(device.wgpu_device.queue.read_buffer(own.dst, 0, size), np.uint8), data[::-1])
+    own.release()
+
+
+@pytest.mark.parametrize("script", ["broadcast_roof", "strided_roof"])
+def test_roof_scripts_do_nothing_at_import(monkeypatch, capsys, script):
+    """Importing a roof script parses no arguments and opens no device: its work is main()'s."""
+    import argparse
+    import importlib.util
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"bench/{script}.py did work at import")
+
+    monkeypatch.setattr(gpuops, "Device", refuse)
+    monkeypatch.setattr(gpuops.device, "Device", refuse)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", refuse)
+    spec = importlib.util.spec_from_file_location(f"bench_{script}", ROOT / "bench" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert capsys.readouterr() == ("", "")
+    assert callable(module.main)
+    monkeypatch.undo()  # --help through main(): argparse inside it, still no device
+    monkeypatch.setattr(gpuops, "Device", refuse)
+    with pytest.raises(SystemExit) as exit_info:
+        module.main(["--help"])
+    assert exit_info.value.code == 0 and "usage:" in capsys.readouterr().out
 
 
 def test_missing_backend_is_a_clean_error(capsys):

@@ -1,1 +1,1 @@
-"""gpuops-bench: operator microbenchmarks, sweeps and DxDispatch model files."""
+"""gpuops-bench: operator microbenchmarks, sweeps, the performance goals' tables and DxDispatch model files."""

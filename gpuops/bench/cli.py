@@ -1,4 +1,5 @@
-"""gpuops-bench: benchmarks of gpuops' operators, and DirectML's DxDispatch model files run on any WebGPU adapter.
+"""gpuops-bench: benchmarks of gpuops' operators, the performance goals' tables (targets), and DirectML's DxDispatch
+model files run on any WebGPU adapter.
 
 Every user error (a bad argument, a malformed model, an unknown operator, a refused description, a missing
 adapter) is one line on stderr starting with "gpuops-bench: error: " and exit status 2; a kernel whose result
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -19,8 +21,9 @@ from ..device import Device
 from ..enums import DataType, FeatureLevel
 from ..errors import GpuOpsError
 from ..operators import OPERATORS
+from ..plan import DispatchPolicy
 from ..validation import validate
-from . import report
+from . import report, targets
 from .model import DispatchCommand, ModelError, ModelRunner, RunOptions, load_model
 from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_elements, layout_sizes, operator_names,
                     plot_sweep, run_cases, select_pairs, sweep_limit)
@@ -248,6 +251,44 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--plot", metavar="FILE.png", help="plot file (default: the JSON file's name, .png)")
     sweep.set_defaults(handler=run_sweep)
 
+    goals = commands.add_parser("targets", parents=[device_options],
+                                help="the performance goals (docs/performance.md) beside PyTorch, and their tables",
+                                description="The performance goals' measurements (docs/performance.md): every "
+                                            "operator, mode and type pair contiguous, the layouts section (packed "
+                                            "2-D, broadcast, transposed, strided output) and host-side costs, each "
+                                            "row checked against NumPy before it is timed and PyTorch (CUDA) timed "
+                                            "on the same data where importable. Prints the tables; --json writes "
+                                            "the document (docs/bench-json.md), --render prints the tables of "
+                                            "documents written before.",
+                                epilog="e.g. gpuops-bench targets --render bench/results/h200-dawn-targets.json "
+                                       "bench/results/h200-dawn-layouts.json")
+    goals.add_argument("--json", metavar="FILE", help="write the results as JSON (layout: docs/bench-json.md)")
+    goals.add_argument("--elements", type=_elements, default=targets.DEFAULT_ELEMENTS, metavar="N",
+                       help="elements of the contiguous rows and of the layouts' squares (default 2^26)")
+    goals.add_argument("--same-elements", action="store_true",
+                       help="contiguous rows at --elements each (default: narrow types at the copy's tensor bytes)")
+    goals.add_argument("-i", "--iterations", type=_count(1), default=10, metavar="N",
+                       help="timed iterations per row (default 10)")
+    goals.add_argument("-w", "--warmup", type=_count(0), default=2, metavar="N",
+                       help="untimed warm-up iterations before them (default 2)")
+    goals.add_argument("--repeats", type=_count(1), default=1, metavar="N",
+                       help="passes per timed span, for coarse timestamps (default 1; Dawn: 40)")
+    goals.add_argument("--match", metavar="REGEX",
+                       help="measure only the rows whose label (as 'sign int8') matches this regex")
+    goals.add_argument("--units-per-invocation", type=_count(1), metavar="N",
+                       help="tuning experiments: override the kernels' units per invocation (DispatchPolicy)")
+    goals.add_argument("--only", nargs="+", default=list(targets.SECTIONS), choices=targets.SECTIONS,
+                       metavar="SECTION", help=f"sections to measure: {', '.join(targets.SECTIONS)} (default: all)")
+    goals.add_argument("--layouts", nargs="+", default=list(targets.LAYOUT_SECTIONS),
+                       choices=targets.LAYOUT_SECTIONS, metavar="CASE",
+                       help=f"cases of the layouts section: {', '.join(targets.LAYOUT_SECTIONS)} (default: all; "
+                            "packed-2d is the others' reference)")
+    goals.add_argument("--render", nargs="+", metavar="FILE",
+                       help="print the tables of these targets documents (later files' rows replace earlier ones') "
+                            "and measure nothing")
+    goals.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    goals.set_defaults(handler=run_targets)
+
     model = commands.add_parser("model", help="run a DxDispatch model file (.json)",
                                 description="Run a DirectML DxDispatch model for gpuops' operators: "
                                             "resources, dispatchables and dispatch/print/writeFile commands. Flags "
@@ -368,10 +409,10 @@ def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
     return ("\n" + " " * indent).join(lines) if words else "-"
 
 
-def _device(args) -> Device:
+def _device(args, policy: DispatchPolicy | None = None) -> Device:
     with _slow(args, "opening the adapter"):
         return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None),
-                      runtime_checks=getattr(args, "runtime_checks", None))
+                      runtime_checks=getattr(args, "runtime_checks", None), policy=policy)
 
 
 def _slow(args, message: str):
@@ -494,6 +535,41 @@ def run_sweep(args) -> int:
     if plot:
         print(f"note: {plot_sweep(results, session.roof.entries(), plot, device.adapter_name)}")
     return status
+
+
+def run_targets(args) -> int:
+    if args.render:
+        print(targets.render(args.render))
+        return EXIT_OK
+    if args.match is not None:
+        try:
+            re.compile(args.match)
+        except re.error as exc:
+            raise UsageError(f"--match {args.match!r} is not a regular expression: {exc}") from None
+    options = targets.TargetOptions(args.elements, args.same_elements, args.iterations, args.warmup, args.repeats,
+                                    args.match, tuple(args.only), tuple(args.layouts), args.units_per_invocation)
+    device = _device(args, DispatchPolicy(units_per_invocation=args.units_per_invocation))
+    print(f"{PROG} targets: {', '.join(options.sections)} at {options.elements} elements, {options.iterations} "
+          f"iterations after {options.warmup} warm-up, {options.repeats} pass(es) per timed span")
+    print(f"adapter: {device.adapter_name}; driver: {device.adapter.info.get('description') or '-'}; "
+          f"feature level {device.feature_level.label}; "
+          f"shader runtime checks {'kept' if device.runtime_checks else 'left out'}", flush=True)
+
+    def say(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    doc = targets.measure(device, options, say)
+    print(f"timestamps: {doc['timestamp_conversion']['note']}")
+    print()
+    print(targets.render_documents([doc]))
+    if args.json:
+        print(f"note: results written to {report.write_json(args.json, doc)}")
+    wrong = targets.wrong_rows(doc)
+    for row in wrong:
+        _error(f"wrong result, not timed: {targets.label(row)} sizes {row['sizes']} strides {row['strides']}: "
+               f"{row['error']}", EXIT_WRONG_RESULT)
+    return EXIT_WRONG_RESULT if wrong else EXIT_OK
 
 
 def run_model(args) -> int:

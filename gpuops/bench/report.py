@@ -19,6 +19,7 @@ import numpy as np
 import wgpu
 
 from ..backends import BACKENDS
+from ..operators import spec_by_name
 from .workload import copy_size
 
 SCHEMA = "gpuops-bench/1"
@@ -94,14 +95,19 @@ def _installed(package: str) -> str | None:
         return None
 
 
-def document(command: str, device, conversion, settings: dict, results: list[dict], copy_roof: list[dict]) -> dict:
-    """The top-level JSON object of a run."""
+def envelope(command: str, device, conversion, settings: dict) -> dict:
+    """What every run's JSON object starts with: the command, the machine, the adapter, the versions, the settings
+    and the timestamp conversion."""
     return {"schema": SCHEMA, "command": command,
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "machine": machine_info(), "adapter": adapter_info(device.adapter), "versions": versions(),
             "feature_level": device.feature_level.label, "runtime_checks": device.runtime_checks,
-            "settings": settings,
-            "timestamp_conversion": conversion.to_json(), "copy_roof": copy_roof, "results": results}
+            "settings": settings, "timestamp_conversion": conversion.to_json()}
+
+
+def document(command: str, device, conversion, settings: dict, results: list[dict], copy_roof: list[dict]) -> dict:
+    """The top-level JSON object of a run of cases (default, op, sweep)."""
+    return {**envelope(command, device, conversion, settings), "copy_roof": copy_roof, "results": results}
 
 
 def write_json(path: str | Path, doc: dict) -> Path:
@@ -168,7 +174,7 @@ def results_table(results: list[dict], compare: tuple[str, ...] = (), floor_ns: 
     headers += [f"{what} GB/s" for what in compare]
     lines = []
     for row in results:
-        name = row["operator"].removeprefix("ELEMENT_WISE_").lower()
+        name = spec_by_name(row["operator"]).numpy_name
         if row.get("mode"):
             name += f" ({row['mode'].lower()})"
         types = row["dtype"].lower() if row["dtype"] == row["output_dtype"] else \

@@ -257,7 +257,7 @@ def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, ada
     for row in results:
         if not row["exact"]:
             continue
-        name = row["operator"].removeprefix("ELEMENT_WISE_").lower()
+        name = spec_by_name(row["operator"]).numpy_name
         lines.setdefault((name, row["dtype"].lower()), []).append((row["bytes_moved"], row["gbps"]))
     # Colour tells the data type, marker and dash the operator: 34 lines stay tellable apart.
     dtypes = sorted({dtype for _, dtype in lines})

@@ -102,10 +102,12 @@ def _one_pass(device: Device, timer: GpuTimer, copy: CopyKernel, dispatches: int
     wgpu_device = device.wgpu_device
     encoder = wgpu_device.create_command_encoder()
     compute_pass = encoder.begin_compute_pass(timestamp_writes=timer.writes(0))
+    # 32 MiB at most: one dispatch under every adapter's binding limit (WebGPU guarantees 128 MiB)
+    (bind_group, grid), = copy.dispatches
     compute_pass.set_pipeline(copy.pipeline)
-    compute_pass.set_bind_group(0, copy.bind_group)
+    compute_pass.set_bind_group(0, bind_group)
     for _ in range(dispatches):
-        compute_pass.dispatch_workgroups(*copy.grid)
+        compute_pass.dispatch_workgroups(*grid)
     compute_pass.end()
     encoder.resolve_query_set(timer.query_set, 0, 2, timer.resolve, 0)
     commands = encoder.finish()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from ..device import Device, record_pass
+from ..device import Device
 
 # Same grid shape as the operator kernels: consecutive invocations copy consecutive 16-byte chunks, each
 # invocation COPY_CHUNKS_PER_INVOCATION of them, a workgroup-size apart.
@@ -131,27 +131,71 @@ class GpuTimer:
 
 
 class CopyKernel:
-    """dst = src with vec4<u32> loads and stores: the practical bandwidth roof of a WGSL kernel."""
+    """dst = src with vec4<u32> loads and stores (COPY_WGSL): the practical bandwidth roof of a WGSL kernel.
 
-    def __init__(self, device: Device, size_bytes: int):
+    CopyKernel(device, size) copies between two buffers of its own (`src`, `dst`; `record` times it);
+    CopyKernel(device).recorder(source, target, size) copies between any two, such as a benchmark's own buffers.
+    A copy larger than the adapter's storage binding limit is split into several dispatches of one compute pass."""
+
+    def __init__(self, device: Device, size_bytes: int | None = None):
+        self.device = device
         wgpu_device = device.wgpu_device
-        size_bytes = -(-size_bytes // 16) * 16
-        usage = device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_DST | device.wgpu.BufferUsage.COPY_SRC
-        self.src = wgpu_device.create_buffer(size=size_bytes, usage=usage)
-        self.dst = wgpu_device.create_buffer(size=size_bytes, usage=usage)
-        self.bytes_moved = 2 * size_bytes
-        module = wgpu_device.create_shader_module(code=COPY_WGSL)
+        module = wgpu_device.create_shader_module(label="gpuops-bench copy", code=COPY_WGSL)
         self.pipeline = wgpu_device.create_compute_pipeline(layout="auto", compute={"module": module,
                                                                                     "entry_point": "main"})
-        self.bind_group = wgpu_device.create_bind_group(
-            layout=self.pipeline.get_bind_group_layout(0),
-            entries=[{"binding": 0, "resource": {"buffer": self.src}}, {"binding": 1, "resource": {"buffer": self.dst}}])
-        groups = -(-(size_bytes // 16) // (256 * COPY_CHUNKS_PER_INVOCATION))
-        self.grid = (min(groups, 65535), -(-groups // 65535), 1)
+        self.src: wgpu.GPUBuffer | None = None
+        self.dst: wgpu.GPUBuffer | None = None
+        self.bytes_moved = 0
+        self.dispatches: list[tuple[wgpu.GPUBindGroup, tuple[int, int, int]]] = []
+        if size_bytes is not None:
+            size_bytes = -(-size_bytes // 16) * 16
+            usage = device.wgpu.BufferUsage
+            usage = usage.STORAGE | usage.COPY_DST | usage.COPY_SRC
+            self.src = wgpu_device.create_buffer(size=size_bytes, usage=usage)
+            self.dst = wgpu_device.create_buffer(size=size_bytes, usage=usage)
+            self.bytes_moved = 2 * size_bytes
+            self.dispatches = self.plan(self.src, self.dst, size_bytes)
+
+    def plan(self, source: wgpu.GPUBuffer, target: wgpu.GPUBuffer, size: int) \
+            -> list[tuple[wgpu.GPUBindGroup, tuple[int, int, int]]]:
+        """(bind group, grid) of each dispatch copying `size` bytes (a multiple of 16) from source to target."""
+        limit = self.device.limits["max-storage-buffer-binding-size"]
+        alignment = self.device.storage_offset_alignment
+        piece = max(16 * alignment, limit - limit % (16 * alignment))  # whole chunks, aligned offsets
+        per_dimension = self.device.limits["max-compute-workgroups-per-dimension"]
+        dispatches = []
+        for offset in range(0, size, piece):
+            length = min(piece, size - offset)
+            bind_group = self.device.wgpu_device.create_bind_group(
+                layout=self.pipeline.get_bind_group_layout(0),
+                entries=[{"binding": 0, "resource": {"buffer": source, "offset": offset, "size": length}},
+                         {"binding": 1, "resource": {"buffer": target, "offset": offset, "size": length}}])
+            groups = -(-(length // 16) // (256 * COPY_CHUNKS_PER_INVOCATION))
+            dispatches.append((bind_group, (min(groups, per_dimension), -(-groups // per_dimension), 1)))
+        return dispatches
+
+    def recorder(self, source: wgpu.GPUBuffer, target: wgpu.GPUBuffer, size: int) \
+            -> Callable[[wgpu.GPUCommandEncoder, dict | None], None]:
+        """A record(encoder, timestamp_writes) function copying `size` bytes (a multiple of 16)."""
+        dispatches = self.plan(source, target, size)
+        return lambda encoder, timestamp_writes: self._record(encoder, timestamp_writes, dispatches)
 
     def record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
-        record_pass(encoder, timestamp_writes, self.pipeline, self.bind_group, self.grid)
+        """Copy the kernel's own src to its dst."""
+        self._record(encoder, timestamp_writes, self.dispatches)
+
+    def _record(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None, dispatches) -> None:
+        compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
+                                                     if timestamp_writes else {}))
+        compute_pass.set_pipeline(self.pipeline)
+        for bind_group, grid in dispatches:
+            compute_pass.set_bind_group(0, bind_group)
+            compute_pass.dispatch_workgroups(*grid)
+        compute_pass.end()
 
     def release(self) -> None:
-        self.src.destroy()
-        self.dst.destroy()
+        """Destroy the kernel's own buffers."""
+        for buffer in (self.src, self.dst):
+            if buffer is not None:
+                buffer.destroy()
+        self.src = self.dst = None

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -18,6 +21,24 @@ def torch_cuda():
     except ImportError:
         return None
     return torch if torch.cuda.is_available() else None
+
+
+def cuda_times(torch, work: Callable[[], Any], iterations: int, warmup: int) -> tuple[list[float], Any]:
+    """The CUDA-event time in ns of each of `iterations` calls of `work` after `warmup` untimed ones, and what the
+    last call returned."""
+    result = None
+    for _ in range(warmup):
+        result = work()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iterations):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        result = work()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e6)
+    return times, result
 
 
 COPY = "COPY"  # not an operator: PyTorch's copy, the roof its operators are rated against
@@ -59,19 +80,10 @@ def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dt
         else:
             out = torch.empty_like(tensors[0], dtype=torch_dtype)
         function = _function(torch, operator, mode, strided_out)
-        for _ in range(warmup):
-            result = function(*tensors, out)
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(iterations):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            result = function(*tensors, out)
-            end.record()
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) * 1e6)
+        call = functools.partial(function, *tensors, out)
+        times, result = cuda_times(torch, call, iterations, warmup)
         out_bytes = result.numel() * result.element_size()
-        del tensors, out, result
+        del tensors, out, result, call
         torch.cuda.empty_cache()
     except (RuntimeError, TypeError, NotImplementedError) as exc:
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}

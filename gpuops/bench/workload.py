@@ -11,7 +11,9 @@ import enum
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import wgpu
@@ -23,7 +25,7 @@ from ..operators import OPERATORS, OperatorSpec, spec_by_name
 from ..support import support_row
 from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
 from . import reference
-from .timing import COPY_CHUNKS_PER_INVOCATION, COPY_WGSL, GpuTimer
+from .timing import CopyKernel, GpuTimer
 from .torch_compare import time_torch
 
 LAYOUTS = ("packed", "transposed", "broadcast-a", "broadcast-b", "strided")
@@ -55,6 +57,9 @@ class Case:
     layout: str = "packed"
     mode: enum.Enum | None = None  # the row's mode_attribute's value; None for an operator without one
     input_strides: tuple[int, ...] | None = None  # explicit input strides (--strides) instead of the layout's
+    # Element strides of named tensor fields, replacing the layout's for those fields: the goal tables' cases
+    # (a transposed output, a strided output) that no layout describes.
+    field_strides: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     @property
     def spec(self) -> OperatorSpec:
@@ -68,10 +73,22 @@ class Case:
 
     @property
     def label(self) -> str:
-        name = self.spec.numpy_name
-        if self.mode is not None:
-            name += f"-{self.mode.name.lower()}"
-        return name
+        return operation_label(self.operator, self.mode)
+
+
+def operation_label(operator: str, mode: Any = None) -> str:
+    """'is_infinity-positive': the operator's NumPy-level name, and the value of its attribute (a name, number or
+    member; None: none given) where it has one."""
+    spec = spec_by_name(operator)
+    if mode is None or spec.mode_attribute is None:
+        return spec.numpy_name
+    return f"{spec.numpy_name}-{spec.mode_attribute.parse(mode).name.lower()}"
+
+
+def types_label(dtype: str | DataType, out_dtype: str | DataType) -> str:
+    """'float16->uint8', or 'float16' where the output has the input's type (DataType members or their names)."""
+    names = [(t.name if isinstance(t, DataType) else str(t)).lower() for t in (dtype, out_dtype)]
+    return names[0] if names[0] == names[1] else "->".join(names)
 
 
 def make_case(operator: str, dtype: str | DataType = "float32", sizes=(1024, 1024), layout: str = "packed",
@@ -154,6 +171,7 @@ def tensor_strides(case: Case) -> dict[str, tuple[int, ...]]:
     elif case.layout == "strided":
         doubled = packed_strides(sizes[:-1] + (2 * sizes[-1],))
         strides = {name: doubled[:-1] + (2,) for name in spec.tensor_fields}
+    strides.update(case.field_strides)
     return strides
 
 
@@ -258,12 +276,18 @@ def copy_size(moved: int) -> int:
     return max(16, -(-(moved // 2) // 16) * 16)
 
 
+# (data type, element count, generator, desc field) -> the values of one input tensor's memory
+DataMaker = Callable[[DataType, int, np.random.Generator, str], np.ndarray]
+
+
 class Workload:
     """A case on a device: buffers holding random data, the compiled operator and its bindings.
 
-    With an Arena the buffers are the arena's (filled anew); without one the workload makes and owns its own."""
+    With an Arena the buffers are the arena's (filled anew); without one the workload makes and owns its own.
+    `data` makes the inputs' values (default: random_values)."""
 
-    def __init__(self, device: Device, case: Case, seed: int = 0, feature_level=None, arena: Arena | None = None):
+    def __init__(self, device: Device, case: Case, seed: int = 0, feature_level=None, arena: Arena | None = None,
+                 data: DataMaker | None = None):
         self.device, self.case = device, case
         spec = case.spec
         self.desc = make_desc(case)
@@ -275,7 +299,7 @@ class Workload:
         bindings = {}
         for slot, name in enumerate(spec.inputs):
             count = implied_size_in_bytes(case.dtype, case.sizes, strides[name]) // case.dtype.size
-            memory = random_values(case.dtype, count, rng)
+            memory = data(case.dtype, count, rng, name) if data else random_values(case.dtype, count, rng)
             bindings[name] = self._upload(arena, slot, _padded(memory))
             self.inputs.append(element_view(memory, case.sizes, strides[name]))
         self.output_size = implied_size_in_bytes(case.out_dtype, case.sizes, strides[spec.output])
@@ -318,49 +342,10 @@ class Workload:
         self.owned = []
 
 
-class ArenaCopy:
-    """timing.py's plain WGSL copy kernel (COPY_WGSL) from arena slot 0 to slot 2: the bandwidth roof, measured on
-    the same memory the operators use. Copies larger than the adapter's storage binding limit are split into
-    several dispatches of one compute pass."""
-
-    def __init__(self, device: Device):
-        self.device = device
-        wgpu_device = device.wgpu_device
-        module = wgpu_device.create_shader_module(label="gpuops-bench copy", code=COPY_WGSL)
-        self.pipeline = wgpu_device.create_compute_pipeline(layout="auto", compute={"module": module,
-                                                                                    "entry_point": "main"})
-
-    def recorder(self, source: wgpu.GPUBuffer, target: wgpu.GPUBuffer, size: int):
-        """A record(encoder, timestamp_writes) function copying `size` bytes (a multiple of 16)."""
-        limit = self.device.limits["max-storage-buffer-binding-size"]
-        alignment = self.device.storage_offset_alignment
-        piece = max(16 * alignment, limit - limit % (16 * alignment))  # whole chunks, aligned offsets
-        per_dimension = self.device.limits["max-compute-workgroups-per-dimension"]
-        dispatches = []
-        for offset in range(0, size, piece):
-            length = min(piece, size - offset)
-            bind_group = self.device.wgpu_device.create_bind_group(
-                layout=self.pipeline.get_bind_group_layout(0),
-                entries=[{"binding": 0, "resource": {"buffer": source, "offset": offset, "size": length}},
-                         {"binding": 1, "resource": {"buffer": target, "offset": offset, "size": length}}])
-            groups = -(-(length // 16) // (256 * COPY_CHUNKS_PER_INVOCATION))
-            dispatches.append((bind_group, (min(groups, per_dimension), -(-groups // per_dimension), 1)))
-
-        def record(encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None) -> None:
-            compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
-                                                         if timestamp_writes else {}))
-            compute_pass.set_pipeline(self.pipeline)
-            for bind_group, grid in dispatches:
-                compute_pass.set_bind_group(0, bind_group)
-                compute_pass.dispatch_workgroups(*grid)
-            compute_pass.end()
-
-        return record
-
-
 @dataclass
 class CopyRoof:
-    """The copy kernel's bandwidth per byte count, measured once per size in a run, on the run's arena."""
+    """The copy kernel's bandwidth per byte count, measured once per size in a run, on the run's arena (slot 0 to
+    slot 2, the memory the operators use)."""
 
     device: Device
     timer: GpuTimer
@@ -368,7 +353,7 @@ class CopyRoof:
     warmup: int
     arena: Arena
     measured: dict[int, dict] = field(default_factory=dict)
-    _copy: ArenaCopy | None = None
+    _copy: CopyKernel | None = None
     _floor_ns: float | None = None
 
     def for_bytes(self, moved: int) -> dict:
@@ -376,7 +361,7 @@ class CopyRoof:
         size = copy_size(moved)
         if size not in self.measured:
             if self._copy is None:
-                self._copy = ArenaCopy(self.device)
+                self._copy = CopyKernel(self.device)
             record = self._copy.recorder(self.arena.slot(0, size), self.arena.slot(2, size), size)
             timing = self.timer.run(record, self.iterations, self.warmup)
             self.measured[size] = _speeds(2 * size, timing.gpu_median_ns, timing.host_median_ns,
@@ -392,7 +377,7 @@ class CopyRoof:
         costs in this run before it moves any data. Kept apart from the roof's entries."""
         if self._floor_ns is None:
             if self._copy is None:
-                self._copy = ArenaCopy(self.device)
+                self._copy = CopyKernel(self.device)
             record = self._copy.recorder(self.arena.slot(0, 16), self.arena.slot(2, 16), 16)
             timing = self.timer.run(record, self.iterations, max(1, self.warmup))  # never the first, cold run
             self._floor_ns = float(timing.gpu_median_ns or timing.host_median_ns)

@@ -1,0 +1,500 @@
+"""`gpuops-bench targets`: the performance goals (docs/performance.md) measured in one run beside PyTorch (CUDA) on
+the same GPU, and the markdown tables of docs/performance.md rendered from such runs.
+
+Every kernel's output is compared with NumPy bit for bit before it is timed (workload.Workload). GPU times come from
+timestamp queries, calibrated as in every gpuops-bench run; bandwidth counts the bytes of tensor elements actually
+read (distinct elements) and written. Contiguous rows run at least `elements` elements, and more where their types
+are narrower than the copy's float32: as many as make the row's largest tensor as large as the copy's (2^27 float16,
+2^28 8-bit elements at the default), since a dispatch's start and drain are a fixed cost that weighs more on fewer
+bytes (`same_elements` runs every row at `elements`). The JSON document is described in docs/bench-json.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .. import api
+from ..device import Binding, Device
+from ..enums import DataType
+from ..errors import GpuOpsError
+from ..operators import OPERATORS, SignDesc, spec_by_name
+from ..support import support_row
+from ..tensor import TensorDesc
+from . import report
+from .ticks import calibrate
+from .timing import CopyKernel, GpuTimer, Timing
+from .torch_compare import COPY, time_torch, torch_cuda
+from .workload import Case, Workload, buffer_usage, bytes_moved, operation_label, types_label
+
+COMMAND = "targets"
+LEGACY_SCHEMA = "gpuops-targets/1"  # the records in bench/results/ (read by render, never written)
+SECTIONS = ("contiguous", "layouts", "host")
+LAYOUT_SECTIONS = ("packed-2d", "broadcast", "transposed", "transposed-k", "strided-out")
+ROW_SECTIONS = ("contiguous",) + LAYOUT_SECTIONS
+LAYOUT_TYPES = (DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT64)
+DEFAULT_ELEMENTS = 1 << 26
+
+# (operator, mode) for every operator and every value of its attribute; mode is the value as a number (the rows'
+# "mode"), None for an operator without an attribute.
+OPS = [(spec.name, None if spec.mode_attribute is None else int(mode[spec.mode_attribute.name]))
+       for spec in OPERATORS for mode in spec.modes()]
+
+
+class TargetsDocumentError(GpuOpsError):
+    """A file given to render that is not a targets document."""
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """What a targets run measures and how (the command's options)."""
+
+    elements: int = DEFAULT_ELEMENTS
+    same_elements: bool = False
+    iterations: int = 10
+    warmup: int = 2
+    repeats: int = 1  # passes per timed span (GpuTimer.run): Dawn's coarse timestamps need about 40
+    match: str | None = None  # a regex: measure only the rows whose label matches
+    sections: tuple[str, ...] = SECTIONS
+    layouts: tuple[str, ...] = LAYOUT_SECTIONS
+    units_per_invocation: int | None = None  # recorded only: the device's DispatchPolicy applies it
+
+    def settings(self) -> dict:
+        return {"iterations": self.iterations, "warmup": self.warmup, "repeats": self.repeats,
+                "elements": self.elements, "same_elements": self.same_elements, "sections": list(self.sections),
+                "layouts": list(self.layouts), "match": self.match,
+                "units_per_invocation": self.units_per_invocation}
+
+
+def type_pairs(operator: str, level) -> list[tuple[DataType, DataType]]:
+    """(input, output) types of the operator's rows: each input type with itself where the operator allows it, else
+    with every output type it allows."""
+    row = support_row(operator, level)
+    if row is None:
+        return []
+    spec = spec_by_name(operator)
+    outs = row.types[spec.output]
+    pairs = []
+    for t in sorted(row.types[spec.inputs[0]]):
+        pairs += [(t, t)] if t in outs else [(t, o) for o in sorted(outs)]
+    return pairs
+
+
+def goal_values(data_type: DataType, count: int, rng: np.random.Generator, field: str) -> np.ndarray:
+    """The goals' data: normal floats (times 10) with 0.1% inf and 0.1% NaN, integers uniform over the full range
+    (no zero divisors)."""
+    dtype = data_type.numpy_dtype
+    if dtype.kind == "f":
+        x = (rng.standard_normal(count) * 10).astype(dtype)
+        x[rng.integers(0, count, count // 1000)] = np.inf
+        x[rng.integers(0, count, count // 1000)] = np.nan
+        return x
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, count, endpoint=True, dtype=dtype)
+    if field == "b_tensor":
+        x[x == 0] = 3
+    return x
+
+
+def contiguous_elements(n: int, in_type: DataType, out_type: DataType, same_elements: bool = False) -> int:
+    """A contiguous row's element count: n, or more where the row's types are narrower than the copy's float32, as
+    many as make its largest tensor as large as the copy's (n float32 elements)."""
+    return n if same_elements else max(n, n * 4 // max(in_type.size, out_type.size))
+
+
+def label(row: dict) -> str:
+    """'is_infinity-positive float16->uint8': a row by its operator, mode and types."""
+    return f"{operation_label(row['operator'], row.get('mode'))} {types_label(row['dtype'], row['out_dtype'])}"
+
+
+def layout_cases(operator: str, in_type: DataType, out_type: DataType, n: int) -> dict[str, Case]:
+    """The layouts section's cases, by section: a square of n elements packed, with its last input broadcast along
+    the rows, with its inputs transposed (the output in the inputs' order, or row-major), and n/2 elements written
+    to every second element of the output."""
+    spec = spec_by_name(operator)
+    side = int(n ** 0.5)
+    square = (side, side)
+    transposed = {name: (1, side) for name in spec.inputs}
+    strides = {"packed-2d": (square, {}), "broadcast": (square, {spec.inputs[-1]: (0, 1)}),
+               "transposed": (square, transposed),
+               "transposed-k": (square, {**transposed, spec.output: (1, side)}),
+               "strided-out": ((n // 2,), {spec.output: (2,)})}
+    return {section: Case(spec.name, in_type, out_type, sizes, field_strides=tuple(fields.items()))
+            for section, (sizes, fields) in strides.items()}
+
+
+# Which sections compare with PyTorch (packed-2d and transposed-k are read against the other cases), and how
+# PyTorch is called for each: on x.t(), with the last input expanded, or into out[::2].
+TORCH_LAYOUTS = {"contiguous": {}, "broadcast": {"broadcast": True}, "transposed": {"transpose": True},
+                 "strided-out": {"strided_out": True}}
+
+
+class TargetRun:
+    """One run: the device, its calibrated timer and the options; `rows` checks and times the cases."""
+
+    def __init__(self, device: Device, options: TargetOptions, say: Callable[[str], None] | None = None):
+        self.device, self.options = device, options
+        self.say = say or (lambda line: None)
+        self.timer = GpuTimer(device)
+        self.conversion = calibrate(device, self.timer)
+        if self.conversion.tick_ns is None:
+            self.timer.supported = False  # GPU times would be meaningless: rate on host time
+        self.pattern = re.compile(options.match) if options.match else None
+
+    def wanted(self, operator: str, mode, in_type: DataType, out_type: DataType) -> bool:
+        name = label({"operator": operator, "mode": mode, "dtype": in_type.name, "out_dtype": out_type.name})
+        return self.pattern is None or self.pattern.search(name) is not None
+
+    def time(self, record) -> Timing:
+        options = self.options
+        return self.timer.run(record, options.iterations, options.warmup, repeats=options.repeats)
+
+    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType, **layout: bool) -> dict:
+        return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.options.iterations,
+                          self.options.warmup, **layout)
+
+    def row(self, section: str, case: Case) -> dict:
+        """Check the case against NumPy, then time it, and PyTorch on the same data where the section compares."""
+        moved = bytes_moved(case)
+        row = {"operator": case.operator, "mode": None if case.mode is None else int(case.mode),
+               "dtype": case.dtype.name, "out_dtype": case.out_dtype.name, "sizes": list(case.sizes),
+               "strides": {name: list(strides) for name, strides in case.field_strides}, "bytes": moved}
+        workload = Workload(self.device, case, data=goal_values)
+        try:
+            mismatch = workload.check()
+            row.update(exact=mismatch is None, error=None if mismatch is None else
+                       f"{mismatch.describe()}: not timed", gpu_median_ns=None, gpu_min_ns=None, gpu_max_ns=None,
+                       host_median_ns=None, iterations=None, gbps=None, gbps_basis=None, torch=None)
+            if mismatch is None:
+                timing = self.time(workload.record)
+                row.update(timing.summary())
+                row.update(_rate(moved, timing))
+                if section in TORCH_LAYOUTS:
+                    transposed = section == "transposed"
+                    # the same data: contiguous, or the same transposed view (x.T's memory is x.T.T)
+                    row["torch"] = self.torch(case.operator, row["mode"],
+                                              [np.ascontiguousarray(x.T if transposed else x)
+                                               for x in workload.inputs], case.out_dtype, **TORCH_LAYOUTS[section])
+        finally:
+            workload.release()
+        torch_gbps = (row["torch"] or {}).get("gbps")
+        self.say(f"{section:12s} {label(row):40s} exact={row['exact']} {row['gbps'] or 0:7.0f} GB/s"
+                 f"  torch {torch_gbps or float('nan'):7.0f}")
+        return row
+
+
+def _rate(moved: int, timing: Timing) -> dict:
+    """GB/s from the GPU time, or from host time where the adapter gives none."""
+    if timing.gpu_ns:
+        return {"gbps": moved / timing.gpu_median_ns, "gbps_basis": "gpu"}
+    return {"gbps": moved / timing.host_median_ns, "gbps_basis": "host"}
+
+
+def measure(device: Device, options: TargetOptions, say: Callable[[str], None] | None = None) -> dict:
+    """A targets document (docs/bench-json.md): the copies, then the sections asked for."""
+    run = TargetRun(device, options, say)
+    n = options.elements
+    doc = report.envelope(COMMAND, device, run.conversion, options.settings())
+    torch = torch_cuda()
+    doc["torch_device"] = torch.cuda.get_device_name() if torch is not None else None
+    copy = CopyKernel(device, n * 4)
+    doc["wgsl_copy_gbps"] = _rate(copy.bytes_moved, run.time(copy.record))["gbps"]
+    copy.release()
+
+    def torch_copy() -> dict:
+        return run.torch(COPY, None, [np.zeros(n, np.float32)], DataType.FLOAT32)
+
+    copies = [torch_copy()]
+    run.say(f"WGSL copy {doc['wgsl_copy_gbps']:.0f} GB/s, torch copy {copies[0].get('gbps', 0):.0f} GB/s")
+    doc.update({"torch_copy": copies[0], "torch_copy_samples": copies, **{section: [] for section in ROW_SECTIONS},
+                "host": None})
+    level = device.feature_level
+    if "contiguous" in options.sections:
+        for operator, mode in OPS:
+            for in_type, out_type in type_pairs(operator, level):
+                if run.wanted(operator, mode, in_type, out_type):
+                    count = contiguous_elements(n, in_type, out_type, options.same_elements)
+                    case = Case(operator, in_type, out_type, (count,), mode=_member(operator, mode))
+                    doc["contiguous"].append(run.row("contiguous", case))
+        # PyTorch's copy once more after the rows: a single measurement can come out several percent below the
+        # others, which would flatter every ratio; the goals take the faster.
+        copies.append(torch_copy())
+        doc["torch_copy"] = max(copies, key=lambda c: c.get("gbps") or 0)
+        run.say(f"torch copy after the rows {copies[-1].get('gbps', 0):.0f} GB/s")
+    if "layouts" in options.sections:
+        # The operators without a mode, each at its default output type.
+        for operator, mode in [(o, m) for o, m in OPS if m is None]:
+            spec = spec_by_name(operator)
+            for in_type, out_type in type_pairs(operator, level):
+                if in_type not in LAYOUT_TYPES or out_type != spec.output_type(in_type) \
+                        or not run.wanted(operator, mode, in_type, out_type):
+                    continue
+                cases = layout_cases(operator, in_type, out_type, n)
+                for section in options.layouts:
+                    if section == "strided-out" and out_type.size >= 4:
+                        continue
+                    doc[section].append(run.row(section, cases[section]))
+    if "host" in options.sections:
+        doc["host"] = host_side(device, run)
+    return doc
+
+
+def _member(operator: str, mode: int | None):
+    attribute = spec_by_name(operator).mode_attribute
+    return None if attribute is None else attribute.parse(mode)
+
+
+def wrong_rows(doc: dict) -> list[dict]:
+    return [row for section in ROW_SECTIONS for row in doc.get(section) or [] if not row["exact"]]
+
+
+def host_side(device: Device, run: TargetRun) -> dict:
+    """Host time per operation in a batch, one small operation with read-back, large batches' wall-clock."""
+    def buffer(size: int):
+        return device.wgpu_device.create_buffer(size=-(-size // 16) * 16, usage=buffer_usage(device))
+
+    f32 = TensorDesc(DataType.FLOAT32, (1024,))
+    sign = device.compile(SignDesc(f32, f32))
+    pairs = [(buffer(4096), buffer(4096)) for _ in range(1000)]
+    bindings = [{"input_tensor": Binding(a), "output_tensor": Binding(b)} for a, b in pairs]
+    queue = device.wgpu_device.queue
+
+    def host_us_per_op(*record_batches) -> list[float]:
+        """Median host time per operation of seven batches of the 1000 for each way of recording, the ways
+        interleaved (the host's speed drifts within a run; each batch is waited for before the next)."""
+        per_op = [[] for _ in record_batches]
+        for _ in range(7):
+            for samples, record_batch in zip(per_op, record_batches):
+                start = time.perf_counter_ns()
+                record_batch()
+                samples.append((time.perf_counter_ns() - start) / 1000 / len(pairs))
+                queue.read_buffer(pairs[-1][1], 0, 4)
+        return [statistics.median(samples) for samples in per_op]
+
+    def gpuops_batch():
+        with device.batch() as batch:
+            for b in bindings:
+                batch.record(sign, b)
+
+    tables = [sign.bind(b) for b in bindings]  # DML's binding tables: validated and planned once
+
+    def gpuops_table_batch():
+        with device.batch() as batch:
+            for table in tables:
+                batch.record(sign, table)
+
+    # One small operation with read-back, against a bare wgpu submit + read-back of the same size.
+    copy = CopyKernel(device, 4096)
+
+    def timed(*steps, count=200) -> list[float]:
+        """Median time of each step in us, the steps' samples interleaved: the host's speed drifts within a run,
+        so steps timed one after the other would compare different moments of the host."""
+        for _ in range(20):
+            for step in steps:
+                step()
+        samples = [[] for _ in steps]
+        for _ in range(count):
+            for step, step_samples in zip(steps, samples):
+                start = time.perf_counter_ns()
+                step()
+                step_samples.append(time.perf_counter_ns() - start)
+        return [statistics.median(step_samples) / 1000 for step_samples in samples]
+
+    def bare():
+        encoder = device.wgpu_device.create_command_encoder()
+        copy.record(encoder, None)
+        queue.submit([encoder.finish()])
+        queue.read_buffer(copy.dst, 0, 4096)
+
+    def ours():
+        sign.execute(bindings[0])
+        queue.read_buffer(pairs[0][1], 0, 4096)
+
+    # The same 1000 dispatches recorded with wgpu alone (a copy kernel, bind groups made beforehand, one pipeline):
+    # the floor that this host and wgpu set, so that a batch's figure can be read against the machine it ran on.
+    copy_groups = [device.wgpu_device.create_bind_group(
+        layout=copy.pipeline.get_bind_group_layout(0),
+        entries=[{"binding": 0, "resource": {"buffer": a}}, {"binding": 1, "resource": {"buffer": b}}])
+        for a, b in pairs]
+
+    def bare_batch():
+        encoder = device.wgpu_device.create_command_encoder()
+        compute_pass = encoder.begin_compute_pass()
+        compute_pass.set_pipeline(copy.pipeline)
+        for group in copy_groups:
+            compute_pass.set_bind_group(0, group)
+            compute_pass.dispatch_workgroups(1)
+        compute_pass.end()
+        queue.submit([encoder.finish()])
+
+    batch_us, table_batch_us, bare_batch_us = host_us_per_op(gpuops_batch, gpuops_table_batch, bare_batch)
+    x = np.ones(1024, np.float32)
+    bare_us, ours_us = timed(bare, ours)
+    [numpy_api_us] = timed(lambda: api.sign(x, device=device), count=100)
+    # Large operations batched: wall-clock against the sum of GPU timestamp times.
+    n = device.limits["max-storage-buffer-binding-size"] // 8
+    big = TensorDesc(DataType.FLOAT32, (n,))
+    big_sign = device.compile(SignDesc(big, big))
+    a, b = buffer(n * 4), buffer(n * 4)
+    big_bindings = {"input_tensor": Binding(a), "output_tensor": Binding(b)}
+    gpu = run.timer.run(lambda enc, w: big_sign.record(enc, big_bindings, w), 10, 2)
+    count = 50
+    start = time.perf_counter_ns()
+    with device.batch() as batch:
+        for _ in range(count):
+            batch.record(big_sign, big_bindings)
+    queue.read_buffer(b, 0, 4)
+    wall = (time.perf_counter_ns() - start) / count
+    copy.release()
+    for buffer_ in [a, b, *(x for pair in pairs for x in pair)]:
+        buffer_.destroy()
+    return {"batch_host_us_per_op": batch_us, "batch_table_host_us_per_op": table_batch_us,
+            "bare_batch_host_us_per_op": bare_batch_us,
+            "small_op_readback_us": ours_us,
+            "bare_submit_readback_us": bare_us, "numpy_api_small_op_us": numpy_api_us,
+            "large_batch_wall_ns_per_op": wall, "large_gpu_median_ns": gpu.gpu_median_ns,
+            "large_elements": n, "large_wall_fraction_of_gpu": gpu.gpu_median_ns / wall if gpu.gpu_ns else None}
+
+
+# ----------------------------------------------------------------------------------------------------- render
+
+def upgrade(data: dict, where: str = "document") -> dict:
+    """A targets document as this module writes it, from one of these or from a gpuops-targets/1 record (whose
+    adapter is wgpu's own adapter info, with the implementation beside it as `backend`, and whose settings are at
+    the top level)."""
+    if not isinstance(data, dict):
+        raise TargetsDocumentError(f"{where}: a JSON {type(data).__name__}, not a targets document")
+    schema, command = data.get("schema"), data.get("command")
+    if schema == report.SCHEMA and command == COMMAND:
+        return data
+    if schema != LEGACY_SCHEMA:
+        raise TargetsDocumentError(f"{where}: schema {schema!r}, command {command!r}: not a targets document "
+                                   f"(schema {report.SCHEMA!r} with command {COMMAND!r}, or {LEGACY_SCHEMA!r})")
+    info = data.get("adapter") or {}
+    adapter = {"name": info.get("device", ""), "implementation": data.get("backend", ""),
+               "vendor": info.get("vendor", ""), "backend": info.get("backend_type", ""),
+               "type": info.get("adapter_type", ""), "driver": info.get("description", "")}
+    settings = {key: data[key] for key in ("iterations", "repeats", "elements", "same_elements") if key in data}
+    return {**data, "schema": report.SCHEMA, "command": COMMAND, "adapter": adapter, "settings": settings}
+
+
+def load(path: str | Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TargetsDocumentError(f"{path}: not JSON ({exc})") from None
+    return upgrade(data, str(path))
+
+
+def _pct(value, reference) -> str:
+    """A percentage rounded down, so that a figure at its goal means the goal is met (49.5% reads 49%, not 50%)."""
+    return f"{math.floor(100 * value / reference + 1e-9)}%" if value and reference else "n/a"
+
+
+def _gbps(value) -> str:
+    return f"{value:.0f}" if value is not None else "-"
+
+
+def _copy_samples(data: dict) -> str:
+    samples = [c.get("gbps") for c in data.get("torch_copy_samples") or [] if c.get("gbps")]
+    return f" (the faster of {', '.join(f'{g:.0f}' for g in samples)})" if len(samples) > 1 else ""
+
+
+def render(paths: list[str | Path]) -> str:
+    """The markdown tables of the targets documents in these files (see render_documents)."""
+    return render_documents([load(path) for path in paths])
+
+
+def render_documents(documents: list[dict]) -> str:
+    """Markdown tables from targets documents. Rows of later documents replace the rows of the same section and
+    label of earlier ones of the same WebGPU implementation (so a run of a few rows updates a full run's table), and
+    the host figures of the last document that has them win; each contiguous row is set against the PyTorch copy of
+    its own run, and the header names the run of the last document with contiguous rows (else the first one's)."""
+    runs: dict[str, dict] = {}
+    for data in (upgrade(d) for d in documents):
+        merged = runs.setdefault(data["adapter"]["implementation"], {})
+        for key, value in data.items():
+            if key in ROW_SECTIONS:
+                rows = {label(r): r for r in merged.get(key, [])}
+                for row in value or []:
+                    rows[label(row)] = dict(row, _copy=(data.get("torch_copy") or {}).get("gbps"))
+                merged[key] = list(rows.values())
+            elif key == "host":  # the latest host figures
+                if value is not None:
+                    merged[key] = value
+            elif key not in merged:  # else the first document's
+                merged[key] = value
+        if data.get("contiguous"):
+            merged["header"] = data
+    out = []
+    for backend, data in runs.items():
+        run = data.get("header", data)
+        adapter, settings = run["adapter"], run.get("settings") or {}
+        tc = (run.get("torch_copy") or {}).get("gbps")
+        out.append(f"### {adapter.get('name')} ({adapter.get('backend')}), {backend}, "
+                   f"driver {adapter.get('driver')}\n")
+        sizes = "narrow types at the copy's tensor bytes" if settings.get("same_elements") is False else "every row"
+        out.append(f"{settings['elements']} elements ({sizes}); WGSL copy {run['wgsl_copy_gbps']:.0f} GB/s, PyTorch "
+                   f"CUDA copy {f'{tc:.0f} GB/s' if tc else 'not measured (no CUDA)'}{_copy_samples(run)} (targets "
+                   f"use PyTorch's copy); versions {run['versions']}.\n")
+        if data.get("contiguous"):
+            out += ["| operator, types | elements | GB/s | % of torch copy (goal 95%) | PyTorch same op GB/s | "
+                    "vs PyTorch |", "|---|---|---|---|---|---|"]
+            for row in data["contiguous"]:
+                torch_gbps = (row.get("torch") or {}).get("gbps")
+                note = (row.get("torch") or {}).get("error", "")
+                torch_cell = f"{torch_gbps:.0f}" if torch_gbps else f"n/a ({note[:40]})" if note else "n/a"
+                ratio = f"{row['gbps'] / torch_gbps:.2f}x" if torch_gbps and row.get("gbps") else "n/a"
+                count = f"2^{int(row['sizes'][0]).bit_length() - 1}"
+                gbps = row.get("gbps")
+                out.append(f"| {label(row)} | {count} | {_gbps(gbps)} | {_pct(gbps, row['_copy'])} | {torch_cell} "
+                           f"| {ratio} |")
+            out.append("")
+        if data.get("packed-2d"):
+            packed = {label(r): r.get("gbps") for r in data["packed-2d"]}
+            out += ["| operator, types | packed 2-D GB/s | broadcast (goal 90%) | transposed input, output in the "
+                    "input's order (PyTorch's layout) | true transpose (row-major output) | PyTorch on x.t() | "
+                    "strided output, 8/16-bit (goal 50%) |", "|---|---|---|---|---|---|---|"]
+            by = {sec: {label(r): r for r in data.get(sec) or []} for sec in
+                  ("broadcast", "transposed", "transposed-k", "strided-out")}
+            for name, base in packed.items():
+                def cell(sec):
+                    row = by[sec].get(name)
+                    if not row:
+                        return "-"
+                    torch_gbps = (row.get("torch") or {}).get("gbps") if sec in ("broadcast", "strided-out") else None
+                    theirs = f"; PyTorch {torch_gbps:.0f}" if torch_gbps else ""
+                    return f"{_gbps(row.get('gbps'))} ({_pct(row.get('gbps'), base)}){theirs}"
+                torch_t = (by["transposed"].get(name, {}).get("torch") or {}).get("gbps")
+                out.append(f"| {name} | {_gbps(base)} | {cell('broadcast')} | {cell('transposed-k')} | "
+                           f"{cell('transposed')} | {f'{torch_t:.0f}' if torch_t else 'n/a'} | {cell('strided-out')} |")
+            out.append("")
+        host = data.get("host")
+        if host:
+            out += ["| host-side measure | value | goal |", "|---|---|---|"]
+            if "batch_table_host_us_per_op" in host:  # (older records lack it)
+                out.append(f"| batch of 1000 ops of 1024 elements recorded from binding tables (`compiled.bind`), host "
+                           f"time per op | {host['batch_table_host_us_per_op']:.1f} us | <= 10 us |")
+            out.append(f"| batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op | "
+                       f"{host['batch_host_us_per_op']:.1f} us | <= 10 us |")
+            if "bare_batch_host_us_per_op" in host:  # (older records lack it)
+                out.append(f"| the same 1000 dispatches with wgpu alone (a copy kernel): host time per op | "
+                           f"{host['bare_batch_host_us_per_op']:.1f} us | (information: this host's floor) |")
+            fraction = host["large_wall_fraction_of_gpu"]
+            out += [
+                    f"| one small op + read-back (DML level, cached plan) | {host['small_op_readback_us']:.0f} us = "
+                    f"{host['small_op_readback_us'] / host['bare_submit_readback_us']:.2f}x a bare wgpu submit + "
+                    f"read-back ({host['bare_submit_readback_us']:.0f} us) | <= 1.2x |",
+                    f"| one small op through the NumPy API (upload, run, read back) | "
+                    f"{host['numpy_api_small_op_us']:.0f} us | (information) |",
+                    f"| 50 large ops ({host['large_elements']} float32 elements) in one batch: wall-clock vs GPU "
+                    f"timestamps | {f'{100 * fraction:.0f}%' if fraction is not None else 'n/a'} | >= 90% |", ""]
+    return "\n".join(out)

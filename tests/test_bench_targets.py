@@ -1,0 +1,329 @@
+"""gpuops-bench targets (the performance goals' measurements): its rows, the contiguous rows' sizes, the layouts
+section's cases, the document it writes (docs/bench-json.md), and the tables rendered from merged runs and from the
+committed records in bench/results/."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuops import DataType, Device
+from gpuops.bench import cli, reference as bench_reference, targets
+from gpuops.bench.workload import Workload
+
+from .test_bench import (DATA_TYPES, NUMBER, OPTIONAL_INT, OPTIONAL_NUMBER, OPTIONAL_STR, expect_keys, one_error_line,
+                         run)
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
+
+
+def test_rows_are_every_operator_and_mode():
+    assert sorted(targets.OPS, key=str) == sorted([
+        ("ELEMENT_WISE_SIGN", None), ("ELEMENT_WISE_IS_NAN", None), ("ELEMENT_WISE_IS_INFINITY", 0),
+        ("ELEMENT_WISE_IS_INFINITY", 1), ("ELEMENT_WISE_IS_INFINITY", 2), ("ELEMENT_WISE_MODULUS_FLOOR", None),
+        ("ELEMENT_WISE_MODULUS_TRUNCATE", None)], key=str)
+    row = {"operator": "ELEMENT_WISE_IS_INFINITY", "mode": 1, "dtype": "FLOAT16", "out_dtype": "UINT8"}
+    assert targets.label(row) == "is_infinity-positive float16->uint8"
+    assert targets.label({**row, "operator": "ELEMENT_WISE_MODULUS_FLOOR", "mode": None, "out_dtype": "FLOAT16"}) \
+        == "modulus_floor float16"
+
+
+@pytest.mark.parametrize(("in_type", "out_type", "expected"), [
+    (DataType.FLOAT32, DataType.FLOAT32, 1 << 26),
+    (DataType.FLOAT16, DataType.FLOAT16, 1 << 27),
+    (DataType.FLOAT16, DataType.UINT8, 1 << 27),   # the largest tensor decides
+    (DataType.FLOAT16, DataType.UINT32, 1 << 26),
+    (DataType.FLOAT32, DataType.UINT8, 1 << 26),
+    (DataType.INT8, DataType.INT8, 1 << 28),
+    (DataType.INT64, DataType.INT64, 1 << 26),      # never fewer than asked for
+])
+def test_narrow_rows_run_at_the_copys_tensor_bytes(in_type, out_type, expected):
+    assert targets.contiguous_elements(1 << 26, in_type, out_type) == expected
+    assert targets.contiguous_elements(1 << 26, in_type, out_type, same_elements=True) == 1 << 26
+
+
+def test_goal_data_has_specials_and_no_zero_divisors():
+    rng = np.random.default_rng(0)
+    x = targets.goal_values(DataType.FLOAT32, 100_000, rng, "a_tensor")
+    assert 0 < np.isinf(x).sum() <= 100 and 0 < np.isnan(x).sum() <= 100
+    divisors = targets.goal_values(DataType.INT8, 100_000, rng, "b_tensor")
+    assert divisors.min() == -128 and divisors.max() == 127 and not (divisors == 0).any()
+    assert (targets.goal_values(DataType.INT8, 100_000, rng, "a_tensor") == 0).any()
+
+
+# --------------------------------------------------------------------------------- the document, checked
+
+def validate_targets_document(doc: dict) -> None:
+    """Every key and type docs/bench-json.md's targets section promises, nothing else."""
+    expect_keys(doc, {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict,
+                      "versions": dict, "feature_level": str, "runtime_checks": bool, "settings": dict,
+                      "timestamp_conversion": dict, "torch_device": OPTIONAL_STR, "wgsl_copy_gbps": NUMBER,
+                      "torch_copy": dict, "torch_copy_samples": list, "contiguous": list, "packed-2d": list,
+                      "broadcast": list, "transposed": list, "transposed-k": list, "strided-out": list,
+                      "host": (dict, type(None))}, "top")
+    assert (doc["schema"], doc["command"]) == ("gpuops-bench/1", "targets")
+    expect_keys(doc["settings"], {"iterations": int, "warmup": int, "repeats": int, "elements": int,
+                                  "same_elements": bool, "sections": list, "layouts": list, "match": OPTIONAL_STR,
+                                  "units_per_invocation": OPTIONAL_INT}, "settings")
+    assert doc["torch_copy"] in doc["torch_copy_samples"]
+    for copy in doc["torch_copy_samples"]:
+        validate_torch(copy)
+    for section in targets.ROW_SECTIONS:
+        for row in doc[section]:
+            validate_row(row, section)
+    if doc["host"] is not None:
+        expect_keys(doc["host"], {"batch_host_us_per_op": NUMBER, "batch_table_host_us_per_op": NUMBER,
+                                  "bare_batch_host_us_per_op": NUMBER, "small_op_readback_us": NUMBER,
+                                  "bare_submit_readback_us": NUMBER, "numpy_api_small_op_us": NUMBER,
+                                  "large_batch_wall_ns_per_op": NUMBER, "large_gpu_median_ns": OPTIONAL_NUMBER,
+                                  "large_elements": int, "large_wall_fraction_of_gpu": OPTIONAL_NUMBER}, "host")
+
+
+def validate_torch(entry: dict) -> None:
+    if "error" in entry:
+        expect_keys(entry, {"error": str}, "torch")
+    else:
+        expect_keys(entry, {"gpu_median_ns": NUMBER, "gpu_min_ns": NUMBER, "gpu_max_ns": NUMBER, "bytes": int,
+                            "gbps": NUMBER}, "torch")
+
+
+def validate_row(row: dict, section: str) -> None:
+    expect_keys(row, {"operator": str, "mode": OPTIONAL_INT, "dtype": str, "out_dtype": str, "sizes": list,
+                      "strides": dict, "bytes": int, "exact": bool, "error": OPTIONAL_STR,
+                      "gpu_median_ns": OPTIONAL_NUMBER, "gpu_min_ns": OPTIONAL_NUMBER, "gpu_max_ns": OPTIONAL_NUMBER,
+                      "host_median_ns": OPTIONAL_NUMBER, "iterations": OPTIONAL_INT, "gbps": OPTIONAL_NUMBER,
+                      "gbps_basis": OPTIONAL_STR, "torch": (dict, type(None))}, section)
+    assert row["dtype"] in DATA_TYPES and row["out_dtype"] in DATA_TYPES
+    if not row["exact"]:
+        assert row["error"] and row["gbps"] is None and row["gpu_median_ns"] is None and row["torch"] is None
+        return
+    assert row["error"] is None and row["gbps_basis"] in ("gpu", "host")
+    timed = row["gpu_median_ns"] if row["gbps_basis"] == "gpu" else row["host_median_ns"]
+    assert row["gbps"] == pytest.approx(row["bytes"] / timed)
+    assert (row["torch"] is None) == (section in ("packed-2d", "transposed-k"))
+    if row["torch"] is not None:
+        validate_torch(row["torch"])
+
+
+# ------------------------------------------------------------------------------------- the command, measured
+
+def test_contiguous_rows_checked_timed_and_sized(capsys, tmp_path):
+    path = tmp_path / "targets.json"
+    status, out, err = run(capsys, "targets", "--elements", "4096", "--only", "contiguous", "--match",
+                           "^sign (float32|int8)$", "-i", "2", "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    validate_targets_document(doc)
+    rows = {targets.label(row): row for row in doc["contiguous"]}
+    assert sorted(rows) == ["sign float32", "sign int8"]
+    assert rows["sign float32"]["sizes"] == [4096] and rows["sign float32"]["bytes"] == 2 * 4096 * 4
+    assert rows["sign int8"]["sizes"] == [4 * 4096]  # as many bytes as the float32 copy
+    assert all(row["exact"] and row["iterations"] == 2 and row["strides"] == {} for row in rows.values())
+    assert len(doc["torch_copy_samples"]) == 2  # once before the rows, once after
+    assert doc["settings"]["sections"] == ["contiguous"] and doc["host"] is None and doc["packed-2d"] == []
+    assert "| sign float32 | 2^12 | " in out and "| sign int8 | 2^14 | " in out
+    assert "contiguous   sign int8" in err  # progress, on stderr
+    assert f"note: results written to {path}" in out
+    assert targets.render([path]) in out  # the tables printed are those the document renders to
+
+
+def test_layouts_section_cases(capsys, tmp_path, monkeypatch):
+    policies = []
+
+    def device(*args, **kwargs):
+        policies.append(kwargs["policy"])
+        return Device(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "Device", device)
+    path = tmp_path / "layouts.json"
+    status, out, err = run(capsys, "targets", "--elements", "4096", "--only", "layouts", "--match",
+                           "^modulus_floor int8$", "-i", "2", "-q", "--units-per-invocation", "2", "--json", path)
+    assert status == 0, err
+    assert err == ""  # --quiet
+    assert [policy.units_per_invocation for policy in policies] == [2]
+    doc = json.loads(path.read_text())
+    validate_targets_document(doc)
+    assert doc["settings"]["units_per_invocation"] == 2
+    square = [64, 64]
+    expected = {  # sizes, strides, bytes: distinct int8 elements read + written
+        "packed-2d": (square, {}, 3 * 4096),
+        "broadcast": (square, {"b_tensor": [0, 1]}, 4096 + 64 + 4096),
+        "transposed": (square, {"a_tensor": [1, 64], "b_tensor": [1, 64]}, 3 * 4096),
+        "transposed-k": (square, {"a_tensor": [1, 64], "b_tensor": [1, 64], "output_tensor": [1, 64]}, 3 * 4096),
+        "strided-out": ([2048], {"output_tensor": [2]}, 3 * 2048),
+    }
+    for section, (sizes, strides, moved) in expected.items():
+        (row,) = doc[section]
+        assert (row["sizes"], row["strides"], row["bytes"], row["exact"]) == (sizes, strides, moved, True), section
+    assert doc["contiguous"] == [] and "| modulus_floor int8 | " in out
+
+
+def test_layouts_choose_cases_and_skip_wide_strided_outputs(capsys, tmp_path):
+    path = tmp_path / "layouts.json"
+    status, _, err = run(capsys, "targets", "--elements", "1024", "--only", "layouts", "--layouts", "packed-2d",
+                         "strided-out", "--match", "^sign (float32|float16)$", "-i", "1", "-q", "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    assert [targets.label(r) for r in doc["packed-2d"]] == ["sign float32", "sign float16"]
+    assert [targets.label(r) for r in doc["strided-out"]] == ["sign float16"]  # 8/16-bit outputs only
+    assert doc["broadcast"] == doc["transposed"] == []
+
+
+def test_wrong_row_is_reported_and_never_timed(capsys, tmp_path, monkeypatch):
+    honest = bench_reference.expected
+
+    def off_by_one(operator, mode, out_type, *inputs):
+        result = honest(operator, mode, out_type, *inputs).copy()
+        result.reshape(-1)[3] += 1
+        return result
+
+    def timed(*args, **kwargs):
+        raise AssertionError("a wrong kernel was timed")
+
+    monkeypatch.setattr(bench_reference, "expected", off_by_one)
+    monkeypatch.setattr(Workload, "record", timed)
+    path = tmp_path / "targets.json"
+    status, _, err = run(capsys, "targets", "--elements", "256", "--only", "contiguous", "--match",
+                         "^sign int32$", "-i", "1", "-q", "--json", path)
+    assert status == 1
+    message = one_error_line(err)
+    assert message.startswith("wrong result, not timed: sign int32 sizes [256]")
+    assert "1 of 256 elements differ from NumPy" in message
+    doc = json.loads(path.read_text())
+    validate_targets_document(doc)
+    (row,) = doc["contiguous"]
+    assert row["exact"] is False and row["gpu_median_ns"] is None
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["targets", "--match", "sign ("], "--match 'sign (' is not a regular expression"),
+    (["targets", "--only", "everything"], "argument --only: invalid choice: 'everything'"),
+    (["targets", "--layouts", "diagonal"], "argument --layouts: invalid choice: 'diagonal'"),
+    (["targets", "--elements", "0"], "must be at least 1"),
+    (["targets", "--render", ROOT / "bench" / "models" / "sign_in_place.json"], "not a targets document"),
+    (["targets", "--render", ROOT / "bench" / "results" / "missing.json"], "cannot access"),
+])
+def test_refused_before_the_device_opens(capsys, monkeypatch, argv, fragment):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the device was opened before the arguments were checked")
+
+    monkeypatch.setattr(cli, "Device", refuse)
+    status, _, err = run(capsys, *argv)
+    assert status == 2 and fragment in one_error_line(err)
+
+
+# ------------------------------------------------------------------------------------------------ rendering
+
+# The tables of the committed records, byte for byte: docs/performance.md's tables were made from them, so a change
+# to the rendering that alters them must be deliberate (and these digests updated with it).
+COMMITTED_TABLES = {
+    "h100-dawn": "fe08c00dd1f310f95d720879aec2ee894eeeaf205111c54dd71a3985436b6207",
+    "h100-wgpu-native": "7056779f65bef76cfbb99a13bc11aa4ff809cf3ba319ac392f93a52545295269",
+    "h200-dawn": "9d3244d3d1a589106fbe4badbd730d18bc60cbac22dacc4eff7f7599f5892708",
+    "h200-wgpu-native": "5d87b7fead5a2424583a71288df388f9ebca9ed9ea9c38170d6f4a3516b4def7",
+}
+
+
+@pytest.mark.parametrize("run_name", sorted(COMMITTED_TABLES))
+def test_committed_records_render_as_before(run_name):
+    text = targets.render([RESULTS / f"{run_name}-targets.json", RESULTS / f"{run_name}-layouts.json"])
+    assert hashlib.sha256(text.encode()).hexdigest() == COMMITTED_TABLES[run_name], text
+
+
+def test_render_command_prints_the_tables(capsys):
+    files = [RESULTS / "h100-wgpu-native-targets.json", RESULTS / "h100-wgpu-native-layouts.json"]
+    status, out, err = run(capsys, "targets", "--render", *files)
+    assert (status, err) == (0, "")
+    assert out == targets.render(files) + "\n"
+    assert out.startswith("### NVIDIA H100 80GB HBM3 (Vulkan), wgpu-native, driver 580.159.04\n")
+    assert "| sign float32 | 2^26 | 2962 | 103% | 2863 | 1.03x |" in out
+
+
+def _run(backend: str, copy: float, rows: dict[str, list[tuple[str, str, float]]]) -> dict:
+    def row(operator: str, dtype: str, gbps: float) -> dict:
+        return {"operator": operator, "mode": None, "dtype": dtype, "out_dtype": dtype, "sizes": [1 << 26],
+                "gbps": gbps, "torch": {"gbps": 1000.0}}
+    run = {"schema": "gpuops-bench/1", "command": "targets",
+           "adapter": {"name": "GPU", "implementation": backend, "backend": "Vulkan", "driver": "driver"},
+           "settings": {"elements": 1 << 26, "same_elements": False}, "wgsl_copy_gbps": copy, "versions": {},
+           "torch_copy": {"gbps": copy}, "torch_copy_samples": [{"gbps": copy}], "host": None}
+    for section in targets.ROW_SECTIONS:
+        run[section] = [row(*item) for item in rows.get(section, [])]
+    return run
+
+
+def test_render_merges_runs_row_by_row(tmp_path):
+    full = _run("wgpu-native", 4000.0, {
+        "contiguous": [("ELEMENT_WISE_SIGN", "FLOAT32", 4000.0), ("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2000.0)],
+        "packed-2d": [("ELEMENT_WISE_SIGN", "FLOAT32", 4000.0), ("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2000.0)],
+        "broadcast": [("ELEMENT_WISE_SIGN", "FLOAT32", 3600.0), ("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 1000.0)]})
+    rows = _run("wgpu-native", 2000.0, {
+        "contiguous": [("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 1900.0)],
+        "packed-2d": [("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2500.0)],
+        "broadcast": [("ELEMENT_WISE_MODULUS_FLOOR", "FLOAT16", 2000.0)]})
+    paths = []
+    for name, data in (("full.json", full), ("rows.json", rows)):
+        (tmp_path / name).write_text(json.dumps(data))
+        paths.append(str(tmp_path / name))
+    text = targets.render(paths)
+    # a contiguous row against the copy of its own run: 4000 of 4000, and the later run's 1900 of its 2000
+    assert "| sign float32 | 2^26 | 4000 | 100% |" in text
+    assert "| modulus_floor float16 | 2^26 | 1900 | 95% |" in text
+    assert "2000 | 2000 (80%)" not in text  # the earlier run's float16 layout rows are replaced...
+    assert "| 2500 | 2000 (80%)" in text
+    assert "| 4000 | 3600 (90%)" in text  # ...and its other rows kept
+    assert "PyTorch CUDA copy 2000 GB/s" in text  # the header names the run of the last contiguous rows
+
+
+def test_render_reads_old_and_new_documents_together(tmp_path):
+    """A run of the command updates rows of a committed gpuops-targets/1 record of the same implementation."""
+    old = json.loads((RESULTS / "h200-wgpu-native-layouts.json").read_text())
+    new = _run("wgpu-native", 4000.0, {"packed-2d": [("ELEMENT_WISE_SIGN", "FLOAT32", 1234.0)]})
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    text = targets.render([RESULTS / "h200-wgpu-native-layouts.json", tmp_path / "new.json"])
+    assert text.count("### ") == 1 and "### NVIDIA H200 (Vulkan), wgpu-native, driver 580.159.04" in text
+    assert "| sign float32 | 1234 | " in text
+    assert len([line for line in text.splitlines() if line.startswith("| ")]) == 1 + len(old["packed-2d"])
+
+
+def test_percentages_round_down_so_a_goal_is_never_shown_met_when_missed():
+    assert targets._pct(1981, 4000) == "49%"  # 49.5%
+    assert targets._pct(2000, 4000) == "50%"
+    assert targets._pct(3816, 4000) == "95%"  # 95.4%
+    assert targets._pct(3600, 4000) == "90%"
+    assert targets._pct(None, 4000) == "n/a"
+
+
+def test_render_host_side_with_and_without_binding_tables(tmp_path):
+    host = {"batch_host_us_per_op": 6.25, "bare_batch_host_us_per_op": 3.5, "small_op_readback_us": 200.0,
+            "bare_submit_readback_us": 190.0, "numpy_api_small_op_us": 600.0, "large_elements": 1 << 28,
+            "large_wall_fraction_of_gpu": 0.95}
+    runs = {"old.json": host, "new.json": {**host, "batch_table_host_us_per_op": 4.25}}
+    texts = {}
+    for name, section in runs.items():
+        (tmp_path / name).write_text(json.dumps({**_run("dawn", 4000.0, {}), "host": section}))
+        texts[name] = targets.render([str(tmp_path / name)])
+    from_bindings = ("| batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op "
+                     "| 6.2 us |")
+    from_tables = "recorded from binding tables (`compiled.bind`), host time per op | 4.2 us | <= 10 us |"
+    assert from_bindings in texts["old.json"] and from_tables not in texts["old.json"]  # (results before tables)
+    assert from_bindings in texts["new.json"] and from_tables in texts["new.json"]
+    assert "| one small op + read-back (DML level, cached plan) | 200 us = 1.05x" in texts["new.json"]
+    both = targets.render([str(tmp_path / "new.json"), str(tmp_path / "old.json")])
+    assert from_tables not in both  # the last document's host figures win
+
+
+def test_render_refuses_what_is_not_a_targets_document(tmp_path):
+    bench_doc = tmp_path / "op.json"
+    bench_doc.write_text(json.dumps({"schema": "gpuops-bench/1", "command": "op", "results": []}))
+    with pytest.raises(targets.TargetsDocumentError, match=r"op\.json: schema 'gpuops-bench/1', command 'op'"):
+        targets.render([bench_doc])
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    with pytest.raises(targets.TargetsDocumentError, match=r"broken\.json: not JSON"):
+        targets.render([broken])
