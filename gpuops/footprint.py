@@ -1,7 +1,7 @@
 """A CPU model of what a planned dispatch touches, derived from its plan alone.
 
 `footprint(plan, ...)` walks every invocation of a DispatchPlan's grid as the kernel does (wgsl/common.wgsl,
-narrow.wgsl, wide.wgsl, binary.wgsl) and records, byte by byte, what each store writes and which input elements
+narrow.wgsl, wide.wgsl, binary.wgsl, tiles*.wgsl) and records, byte by byte, what each store writes and which input elements
 each result lane came from. It answers three questions that tests compare with the tensors' own element bytes:
 
 - `values`: for every output byte a store gives a new value, the input elements it was computed from (absolute
@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .plan import DispatchPlan, Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement
+from .plan import DispatchPlan, Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement, tile_shape
 
 
 @dataclass
@@ -325,6 +325,9 @@ class _Walk:
         for gz in range(z):
             for gy in range(y):
                 for gx in range(x):
+                    if self.key.grid is Grid.TILES:
+                        _TileWalk(self, (gx, gy, gz), (x, y, z)).run()
+                        continue
                     for lane in range(self.key.workgroup_size):
                         self.invocation((gx, gy, gz), (x, y, z), lane)
 
@@ -399,6 +402,158 @@ class _Walk:
                 for f, s, a in zip(firsts, starts, dividends):
                     lanes = {Operand.A: a, Operand.B: b}
                     self.store_unit(invocation, f, s, True, [self.tags(lanes, j) for j in range(self.unit)])
+
+
+class _TileWalk:
+    """One workgroup of a TILES dispatch (wgsl/tiles.wgsl, tiles_narrow.wgsl, tiles_wide.wgsl): every invocation's
+    loads into the tile, then, after the barrier, every invocation's groups. The tile's slots remember which input
+    slot (word; 64-bit: element) was loaded into them, so that an element picked out of the tile is traced to the
+    input element it really is."""
+
+    def __init__(self, walk: _Walk, group: tuple, groups: tuple):
+        self.walk, self.group, self.groups = walk, group, groups
+        key = walk.key
+        self.shape = tile_shape(key.input_type, key.output_type, key.workgroup_size)
+        self.tiled = [op for op in walk.inputs if key.forms[op] is Form.TILED]
+        self.slot_elements = self.shape.slot_elements
+        self.out_per_slot = 1 if walk.wide else walk.out_per_word
+        self.stride = self.shape.column_slots + 1
+        self.tiles: dict[Operand, dict[int, int]] = {op: {} for op in self.tiled}
+
+    def strides(self, d: int) -> tuple[int, int, int]:
+        return self.walk.strides(d)
+
+    def column(self, c: int) -> int:
+        shape = self.shape
+        return ((c % shape.unit) * shape.groups + c // shape.unit) * self.stride
+
+    def outer_offsets(self, outer: int) -> list[int]:
+        walk = self.walk
+        offsets, rest = list(walk.u.bases), outer
+        for d in range(walk.rank - 3, 0, -1):
+            rest, coordinate = divmod(rest, walk.u.sizes[d])
+            offsets = [o + coordinate * s for o, s in zip(offsets, self.strides(d))]
+        if walk.rank > 2:
+            offsets = [o + rest * s for o, s in zip(offsets, self.strides(0))]
+        return offsets
+
+    def run(self) -> None:
+        walk, shape = self.walk, self.shape
+        u, rank = walk.u, walk.rank
+        width, depth = u.sizes[-1], u.sizes[-2]
+        across = -(-width // shape.width)
+        plane = across * -(-depth // shape.depth)
+        tile = self.group[1] * self.groups[0] + self.group[0]
+        outer, in_plane = divmod(tile, plane)
+        if outer >= u.row_count // depth:
+            return
+        tile_row, tile_column = divmod(in_plane, across)
+        first_column, first_row = tile_column * shape.width, tile_row * shape.depth
+        columns, rows = min(shape.width, width - first_column), min(shape.depth, depth - first_row)
+        origin = [o + first_row * p + first_column * q
+                  for o, p, q in zip(self.outer_offsets(outer), self.strides(rank - 2), self.strides(rank - 1))]
+        workgroup = walk.key.workgroup_size
+        for op in self.tiled:
+            step = self.strides(rank - 1)[op]
+            for lane in range(workgroup):
+                for i in range(lane, shape.width * shape.column_slots, workgroup):
+                    c = i // shape.column_slots
+                    self.fill_slot(op, origin[op] + c * step, c, i % shape.column_slots, columns, rows)
+                if self.slot_elements > 1:
+                    for c in range(lane, shape.width, workgroup):
+                        self.fill_slot(op, origin[op] + c * step, c, shape.column_slots, columns, rows)
+        rows_at_once = workgroup // shape.groups
+        for lane in range(workgroup):
+            invocation = (*self.group, lane)
+            if lane // shape.groups >= rows_at_once:
+                continue
+            for row in range(lane // shape.groups, rows, rows_at_once):
+                offsets = [o + row * s for o, s in zip(origin, self.strides(rank - 2))]
+                skew = offsets[Operand.OUT] % self.out_per_slot
+                g = lane % shape.groups
+                while g * shape.unit < skew + columns:
+                    self.run_group(invocation, origin, offsets, row, g * shape.unit - skew, columns)
+                    g += shape.groups
+
+    def fill_slot(self, op: Operand, start: int, c: int, k: int, columns: int, rows: int) -> None:
+        first = start // self.slot_elements
+        if c >= columns or first + k > (start + rows - 1) // self.slot_elements:
+            return
+        walk = self.walk
+        slot = self.column(c) + k
+        if not 0 <= slot < self.shape.slots:
+            walk.result.violations.append(f"{op.name}'s tile slot {slot} outside its {self.shape.slots} slots")
+        if slot in self.tiles[op]:
+            walk.result.violations.append(f"{op.name}'s tile slot {slot} filled twice")
+        if walk.wide:
+            walk.read(op, "words", (first + k) * 8, 8)
+        else:
+            view = "chunks" if walk.key.placements[op] is Placement.CHUNKS else "words"
+            walk.read(op, view, (first + k) * 4, 4)
+        self.tiles[op][slot] = first + k
+
+    def element(self, op: Operand, origin: list[int], offsets: list[int], row: int, c: int) -> int:
+        """input_element: the element offset of the input's element at tile row `row`, column c."""
+        walk = self.walk
+        step = self.strides(walk.rank - 1)[op]
+        if op in self.tiled:
+            e = (origin[op] + c * step) % self.slot_elements + row
+            slot = self.column(c) + e // self.slot_elements
+            loaded = self.tiles[op].get(slot)
+            if loaded is None:
+                walk.result.violations.append(f"{op.name}'s tile slot {slot} read, never filled")
+                return -1
+            return loaded * self.slot_elements + e % self.slot_elements
+        element = offsets[op] + c * step
+        if walk.wide:
+            walk.read(op, "words", element * 8, 8)
+        else:
+            view = "chunks" if walk.key.placements[op] is Placement.CHUNKS else "words"
+            walk.read(op, view, element // walk.in_per_word * 4, 4)
+        return element
+
+    def group_input(self, op: Operand, origin: list[int], offsets: list[int], row: int, first: int,
+                    columns: int, whole: bool) -> list[int | None]:
+        """The element offset each lane of the group holds (None: a missing lane)."""
+        walk, unit = self.walk, self.shape.unit
+        step = self.strides(walk.rank - 1)[op]
+        start = offsets[op] + first * step
+        if op not in self.tiled and not walk.wide and whole and step == 1 and start % walk.in_per_word == 0:
+            view = "chunks" if walk.key.placements[op] is Placement.CHUNKS else "words"
+            word = start // walk.in_per_word
+            for k in range(max(1, unit // walk.in_per_word)):
+                walk.read(op, view, (word + k) * 4, 4)
+            return [word * walk.in_per_word + j for j in range(unit)]
+        return [self.element(op, origin, offsets, row, first + j) if 0 <= first + j < columns else None
+                for j in range(unit)]
+
+    def run_group(self, invocation: tuple, origin: list[int], offsets: list[int], row: int, first: int,
+                  columns: int) -> None:
+        walk, unit = self.walk, self.shape.unit
+        whole = 0 <= first and first + unit <= columns
+        lanes = {op: self.group_input(op, origin, offsets, row, first, columns, whole) for op in walk.inputs}
+        present = [j for j in range(unit) if 0 <= first + j < columns]
+        start = offsets[Operand.OUT] + first
+        size = walk.out_size
+        if walk.wide:
+            byte = start * 8
+            walk.write(invocation, byte, 8, walk.value_tags(byte, walk.tags(lanes, 0)), walk.key.atomic_output)
+            return
+        per_word = walk.out_per_word
+        for k in range(max(1, unit // per_word)):
+            index = start // per_word + k
+            tags = {}
+            for j in present:
+                if j // per_word == k:
+                    tags.update(walk.value_tags((start + j) * size, walk.tags(lanes, j)))
+            if any(not index * 4 <= byte < index * 4 + 4 for byte in tags):
+                walk.result.violations.append(f"a group's elements outside its output word {index}")
+            if whole:
+                if len(tags) != 4:
+                    walk.result.violations.append(f"a whole group's word {index} holds other elements")
+                walk.write(invocation, index * 4, 4, tags, walk.key.atomic_output)
+            elif tags:
+                walk.store_group(invocation, index * 4, 4, tags)
 
 
 def expected_values(tensors, offsets: dict[Operand, int], operands: tuple[Operand, ...]

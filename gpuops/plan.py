@@ -8,7 +8,8 @@ the adapter's binding limit, and for each box, in this order and each decided on
    or `STRIDED` (`Form`);
 3. the grid (`Grid`) and the output store (`OutputStore`), chosen together: each grid candidate, in order of
    preference, gets the store that suits it and the unit (elements per unit of work) that grid and store give;
-   the first candidate whose conditions hold with that final unit is taken;
+   the first candidate whose conditions hold with that final unit is taken (TILES, for an input read across the
+   output's rows, also orders the dimensions its own way: `TilePlane`);
 4. the KernelKey, built once from those values.
 
 Operands are numbered as the shaders number them everywhere: A = 0, B = 1, OUT = 2 (a one-input operator has
@@ -56,6 +57,7 @@ class Form(enum.Enum):
     LINEAR = "linear"  # element k of the iteration at base + k, base 16-byte aligned: units are whole chunks
     CHUNK_ROWS = "chunk_rows"  # innermost stride 1, rows of whole units, every row's start aligned to the unit
     STRIDED = "strided"  # anything else: a unit is moved whole where it happens to be, else element by element
+    TILED = "tiled"  # (TILES grid) an input read across the output's rows: through a tile in workgroup memory
 
 
 class OutputBinding(enum.Enum):
@@ -75,10 +77,12 @@ class Grid(enum.Enum):
     DIVISOR_ROWS = "divisor_rows"  # ROWS where b alone is the same on every row: b loaded once for a group of rows,
     # whose dividends are all loaded before any is divided (wgsl/binary.wgsl)
     DIVISOR_ROWS_LOOPED = "divisor_rows_looped"  # DIVISOR_ROWS with the group's rows divided in a loop
+    TILES = "tiles"  # an input whose fastest dimension is not the output's: workgroups take tiles of the plane of
+    # the two, read along the input's rows into workgroup memory and written along the output's (wgsl/tiles.wgsl)
 
     @property
     def rows(self) -> bool:
-        return self is not Grid.FLAT
+        return self not in (Grid.FLAT, Grid.TILES)
 
 
 class OutputStore(enum.Enum):
@@ -109,6 +113,61 @@ UNIT_SHAPES: dict[float, tuple[str, int, int]] = {
     0.25: ("quarter_width_out.wgsl", 4, 16),
     2: ("double_width_out.wgsl", 16, 16),
 }
+
+
+# A TILES tile holds about this many u32 words of each tiled input (4 KiB): two tiles and the 8-bit division table
+# stay well under 16 KiB of workgroup memory.
+TILE_WORDS = 1024
+
+
+@dataclass(frozen=True)
+class TileShape:
+    """The tile of a TILES kernel: `groups` groups of `unit` consecutive elements along the output's rows (each
+    group whole output words) by `column_slots` slots (u32 words; 64-bit: elements) along the tiled input's rows."""
+
+    unit: int  # elements per group: whole input words and whole output words
+    groups: int  # groups across a tile: one invocation each, consecutive invocations consecutive groups
+    column_slots: int  # slots a tile column holds, read by consecutive invocations
+    slot_elements: int  # elements per slot
+
+    @property
+    def width(self) -> int:
+        """Elements along the output's rows."""
+        return self.groups * self.unit
+
+    @property
+    def depth(self) -> int:
+        """Elements along the tiled input's rows."""
+        return self.column_slots * self.slot_elements
+
+    @property
+    def slots(self) -> int:
+        """Workgroup memory slots per tiled input: every column has one slot more (wgsl/tiles.wgsl)."""
+        return self.width * (self.column_slots + 1)
+
+
+def tile_shape(input_type: DataType, output_type: DataType, workgroup_size: int) -> TileShape:
+    """About TILE_WORDS words of input per tile: 32-bit elements 32 x 32 (128-byte reads and writes), others 64 or
+    128 bytes of each input column, then as many output columns as fill the tile (8-bit: 64 x 64). With workgroups
+    smaller than a warp (tests), as many groups and slots as invocations."""
+    if input_type.size == 8:
+        unit, slot_elements, slot_words = 1, 1, 2
+    else:
+        slot_elements, slot_words = 4 // input_type.size, 1
+        unit = max(slot_elements, 4 // output_type.size)
+    column_slots = 32 if unit == 1 and slot_words == 1 else 16
+    groups = TILE_WORDS // (column_slots * slot_words) // unit
+    return TileShape(unit, min(groups, workgroup_size), min(column_slots, workgroup_size), slot_elements)
+
+
+@dataclass(frozen=True)
+class TilePlane:
+    """Where a TILES kernel runs: the iteration with the tiled input's fast dimension second to last (the output's
+    rows last, the others outer), the inputs read through tiles, and the tile."""
+
+    iteration: Iteration
+    tiled: tuple[Operand, ...]
+    shape: TileShape
 
 
 @dataclass(frozen=True)
@@ -275,7 +334,8 @@ def plan_dispatches(spec: OperatorSpec, desc: object, tensors: tuple[TensorDesc,
                     placements[op] = Placement.CHUNKS
         shape = _Shape(spec, input_type, output_type, it, operands, strides, windows, linear, placements,
                        output_binding, limits)
-        key, grid_size = shape.key_and_grid(desc)
+        key, grid_size, it = shape.key_and_grid(desc)
+        strides = dict(zip(operands, it.strides))
         uniforms = Uniforms(
             sizes=it.sizes,
             strides=tuple(strides.get(op, (0,) * it.rank) for op in Operand),
@@ -343,8 +403,14 @@ class _Shape:
         """The operand's index in the Iteration's strides."""
         return self.operands.index(op)
 
-    def key_and_grid(self, desc: object) -> tuple[KernelKey, tuple[int, int, int]]:
+    def key_and_grid(self, desc: object) -> tuple[KernelKey, tuple[int, int, int], Iteration]:
+        """The key, the grid of workgroups and the iteration (in the order the kernel's uniforms give it)."""
         for grid in self.grid_candidates():
+            if grid is Grid.TILES:
+                found = self.tiles_key_and_grid(desc)
+                if found is not None:
+                    return found
+                continue
             store, unit = self.output_store(grid)
             forms = self.forms(unit)
             if store is not OutputStore.STEPPED and forms[Operand.OUT] is not Form.STRIDED:
@@ -354,28 +420,80 @@ class _Shape:
             grid_size = self.grid_size(grid, unit, row_group, upi)
             if grid_size is None:
                 continue
-            policy = self.spec.type_policy(self.input_type)
-            key = KernelKey(
-                operator=self.spec.name, shader=self.spec.shader, input_type=self.input_type,
-                output_type=self.output_type, rank=self.it.rank, forms=forms,
-                placements=tuple(self.placements[op] for op in self.operands[:-1]),
-                output_binding=self.output_binding, grid=grid, output_store=store, unit=unit, row_group=row_group,
-                workgroup_size=self.limits.workgroup_size, units_per_invocation=upi,
-                signed_remainder=self.signed_remainder(), divider=self.divider(),
-                constants=tuple(sorted(self.spec.shader_constants(desc).items())),
-                pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest)
-            return key, grid_size
+            return self.key(desc, grid, forms, store, unit, row_group, upi), grid_size, self.it
         raise AssertionError("the flat grid always fits")  # pragma: no cover
+
+    def key(self, desc: object, grid: Grid, forms: tuple[Form | None, Form | None, Form], store: OutputStore,
+            unit: int, row_group: int, upi: int) -> KernelKey:
+        policy = self.spec.type_policy(self.input_type)
+        return KernelKey(
+            operator=self.spec.name, shader=self.spec.shader, input_type=self.input_type,
+            output_type=self.output_type, rank=self.it.rank, forms=forms,
+            placements=tuple(self.placements[op] for op in self.operands[:-1]),
+            output_binding=self.output_binding, grid=grid, output_store=store, unit=unit, row_group=row_group,
+            workgroup_size=self.limits.workgroup_size, units_per_invocation=upi,
+            signed_remainder=self.signed_remainder(), divider=self.divider(),
+            constants=tuple(sorted(self.spec.shader_constants(desc).items())),
+            pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest)
+
+    # -- the TILES grid --------------------------------------------------------------------------------------------
+
+    def tile_plane(self) -> TilePlane | None:
+        """The plane a TILES kernel would tile, or None where it does not apply: an input read across the output's
+        rows (a stride along them other than 0 and 1, and a dimension of stride 1 elsewhere, its "fast" one),
+        output rows of stride 1, no input read through the output's binding, and rows long enough along both
+        dimensions to fill at least half a tile. Inputs with the same fast dimension and read across the rows too
+        are tiled alike; the others are read where they lie."""
+        it, last = self.it, self.it.rank - 1
+        if it.rank < 2 or not self.separate or self.strides[Operand.OUT][last] != 1:
+            return None
+        inputs = self.operands[:-1]
+        across = [op for op in inputs if self.strides[op][last] not in (0, 1) and 1 in self.strides[op][:last]]
+        if not across:
+            return None
+        fast = self.strides[across[0]].index(1)
+        order = [d for d in range(it.rank) if d not in (fast, last)] + [fast, last]
+        plane = Iteration(tuple(it.sizes[d] for d in order),
+                          tuple(tuple(strides[d] for d in order) for strides in it.strides))
+        shape = tile_shape(self.input_type, self.output_type, self.limits.workgroup_size)
+        if 2 * plane.sizes[-1] < shape.width or 2 * plane.sizes[-2] < shape.depth:
+            return None
+        return TilePlane(plane, tuple(op for op in across if self.strides[op][fast] == 1), shape)
+
+    def tiles_key_and_grid(self, desc: object) -> tuple[KernelKey, tuple[int, int, int], Iteration] | None:
+        """A TILES kernel's key, grid (one workgroup per tile, flat over x and y) and iteration, or None where the
+        layout does not suit one or its tiles need more workgroups than a grid holds. Its output stores are
+        plain where every output row starts on a word (the last, partial word of a row has no other element);
+        8/16-bit outputs in rows of other pitches share words between rows and tiles, stored with atomics."""
+        plane = self.tile_plane()
+        if plane is None:
+            return None
+        it, shape = plane.iteration, plane.shape
+        tiles = -(-it.sizes[-1] // shape.width) * -(-it.sizes[-2] // shape.depth) * math.prod(it.sizes[:-2])
+        per_dimension = self.limits.workgroups_per_dimension
+        if tiles > per_dimension**2:
+            return None
+        size = self.output_type.size
+        out = self.position(Operand.OUT)
+        rows_on_words = (self.windows[Operand.OUT].base_element * size % 4 == 0
+                         and all(stride * size % 4 == 0 for stride in it.strides[out][:-1]))
+        store = OutputStore.SCATTER_WORDS if rows_on_words else OutputStore.SCATTER_ATOMIC
+        forms: list[Form | None] = [None, None, Form.STRIDED]
+        for op in self.operands[:-1]:
+            forms[op] = Form.TILED if op in plane.tiled else Form.STRIDED
+        key = self.key(desc, Grid.TILES, tuple(forms), store, shape.unit, 1, 1)
+        return key, flat_grid(tiles, per_dimension), it
 
     # -- the grid ------------------------------------------------------------------------------------------------
 
     def grid_candidates(self) -> list[Grid]:
-        """Grids in order of preference. Rows need a strided operand and two dimensions; grouped rows need every
-        input (replicated) or the divisor alone (divisor rows, where the type's policy asks for it) to be the same
-        on every row, and no input read through the output's binding."""
+        """Grids in order of preference. Tiles need an input read across the output's rows (tile_plane); rows need
+        a strided operand and two dimensions; grouped rows need every input (replicated) or the divisor alone
+        (divisor rows, where the type's policy asks for it) to be the same on every row, and no input read through
+        the output's binding."""
         if all(self.linear.values()) or self.it.rank < 2:
             return [Grid.FLAT]
-        candidates = []
+        candidates = [Grid.TILES] if self.tile_plane() is not None else []
         if self.separate:
             same = [not any(self.strides[op][:-1]) for op in self.operands[:-1]]
             divisor_rows = self.spec.type_policy(self.input_type).divisor_rows

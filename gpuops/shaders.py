@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .enums import DataType
 from .operators import spec_by_name
-from .plan import Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement
+from .plan import Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement, tile_shape
 
 # wgsl/ beside the package in a source checkout; gpuops/wgsl/ in an installed wheel (see pyproject.toml).
 _HERE = Path(__file__).resolve().parent
@@ -106,6 +106,8 @@ def prelude(key: KernelKey) -> str:
         f"const UNITS_PER_INVOCATION: u32 = {key.units_per_invocation}u;",
     ]
     lines += [f"const {name}: u32 = {value}u;" for name, value in key.constants]
+    if key.grid is Grid.TILES:
+        lines += _tile_constants(key)
     for binding, name, access, _ in bindings(key):
         if name.endswith("_chunks"):
             array = "array<vec4<u32>>"
@@ -114,6 +116,19 @@ def prelude(key: KernelKey) -> str:
         lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: {array};")
     lines += _input_accessors(key)
     return "\n".join(lines) + "\n"
+
+
+def _tile_constants(key: KernelKey) -> list[str]:
+    """A TILES kernel's tile (plan.tile_shape) and which inputs go through it; an input that does not has a
+    one-slot placeholder (a workgroup array needs a constant size)."""
+    shape = tile_shape(key.input_type, key.output_type, key.workgroup_size)
+    tiled = [form is Form.TILED for form in key.forms[:2]]
+    return [f"const TILE_GROUPS: u32 = {shape.groups}u;",
+            f"const TILE_COLUMN_SLOTS: u32 = {shape.column_slots}u;",
+            f"const A_TILED: bool = {_wgsl(tiled[0])};",
+            f"const B_TILED: bool = {_wgsl(tiled[1])};",
+            f"const A_TILE_SLOTS: u32 = {shape.slots if tiled[0] else 1}u;",
+            f"const B_TILE_SLOTS: u32 = {shape.slots if tiled[1] else 1}u;"]
 
 
 def _input_accessors(key: KernelKey) -> list[str]:
@@ -166,6 +181,8 @@ def shader_files(key: KernelKey) -> list[str]:
     files.append(f"dtype/{family}")
     files += spec_by_name(key.operator).type_files(key.input_type)
     files.append(f"ops/{key.shader}")
+    if key.grid is Grid.TILES:
+        files += ["tiles_wide.wgsl" if key.wide else "tiles_narrow.wgsl", "tiles.wgsl"]
     return list(dict.fromkeys(files))  # a library two of these need is included once
 
 
@@ -174,10 +191,22 @@ def _read(relative: str) -> str:
     return (WGSL_DIR / relative).read_text()
 
 
+# common.wgsl's entry point, which a TILES kernel replaces by wgsl/tiles.wgsl's: its text is taken up to there, so
+# that no other kernel's text changes.
+COMMON_ENTRY_POINT = "@compute @workgroup_size(WORKGROUP_SIZE)\nfn main("
+
+
+def _file_text(key: KernelKey, relative: str) -> str:
+    text = _read(relative)
+    if relative == "common.wgsl" and key.grid is Grid.TILES:
+        text = text[: text.index(COMMON_ENTRY_POINT)]
+    return text
+
+
 def shader_source(key: KernelKey) -> str:
     parts = [prelude(key)]
     for relative in shader_files(key):
-        parts.append(f"// ---- {relative}\n{_read(relative)}")
+        parts.append(f"// ---- {relative}\n{_file_text(key, relative)}")
     return "\n".join(parts)
 
 

@@ -1,5 +1,5 @@
-"""Layouts as users make them, and odd ones: one hypothesis strategy for the planner's CPU properties and the
-GPU canary tests.
+"""Layouts as users make them, and odd ones: hypothesis strategies for the planner's CPU properties and the
+GPU canary tests (layout_cases: any layout; transposed_cases: layout conversions, where the TILES grid runs).
 
 A drawn case is an operator (and mode) with a supported type pair, tensor sizes, each operand's strides and
 binding offset, the slack after each tensor in its buffer, whether the output aliases an input (in place) or
@@ -119,6 +119,82 @@ def layout_cases(draw, rows: bool = False, max_elements: int = 2048) -> LayoutCa
         units_per_invocation=draw(st.sampled_from([None, None, 1, 2, 4])),
         max_workgroups_per_dimension=draw(st.sampled_from([None, 3, 8])),
         binding_size_limit=draw(st.sampled_from([None] * 6 + [256, 1024])),
+        pack_rounds_to_nearest=draw(st.booleans()))
+    return LayoutCase(operator, mode, in_type, out_type, sizes, strides, offsets, slack, layout_kind, policy)
+
+
+# Sizes of layout conversions: round ones (whole tiles at every workgroup size) and odd ones (tiles cut at the
+# tensor's edge, dimensions of one element).
+TRANSPOSED_SIZES = [2, 4, 8, 16, 16, 32, 32, 64, 64, 128] + ODD_SIZES + [33, 70]
+
+
+def _memory_order(draw, rank: int) -> list[int]:
+    """An input's dimensions, outermost in memory first, with another innermost one than the output's: reversed
+    (a 2-D transpose), channels first read into channels last (NCHW as NHWC), the converse, or any such
+    permutation."""
+    kind = draw(st.sampled_from(["reversed", "channels_first", "channels_last", "any"]))
+    if kind == "reversed" or rank == 2:
+        return list(reversed(range(rank)))
+    if kind == "channels_first":  # memory N C H W, the output's dimensions N H W C
+        return [0, rank - 1, *range(1, rank - 1)]
+    if kind == "channels_last":  # memory N H W C, the output's dimensions N C H W
+        return [0, *range(2, rank), 1]
+    order = draw(st.permutations(list(range(rank))))
+    return order if order[-1] != rank - 1 else order[-1:] + order[:-1]
+
+
+@st.composite
+def transposed_cases(draw, max_elements: int = 4096) -> LayoutCase:
+    """Layout conversions: the first input in another dimension order than the output (padded or not), the other
+    input (two-input operators) in the same order, along the output, broadcast or a scalar; the output packed, in
+    padded rows (pitches at every remainder mod 16 bytes: rows on words or not), at times stepped or permuted;
+    sizes round or odd; small workgroups, so that the tiles are small and many."""
+    operator, mode, in_type, out_type = draw(st.sampled_from(ALL_CASES))
+    spec = spec_by_name(operator)
+    rank = draw(st.sampled_from([2, 2, 2, 3, 4, 4, 5]))
+    sizes = [draw(st.sampled_from(TRANSPOSED_SIZES)) for _ in range(rank)]
+    while _product(sizes) > max_elements:
+        sizes[sizes.index(max(sizes))] = draw(st.sampled_from([2, 3, 4, 8]))
+    sizes = tuple(sizes)
+    identity = list(range(rank))
+
+    out_kind = draw(st.sampled_from(["packed"] * 3 + ["padded"] * 3 + ["stepped", "permuted"]))
+    if out_kind == "packed":
+        out_strides = None
+    else:
+        order = draw(st.permutations(identity)) if out_kind == "permuted" else identity
+        out_strides = tuple(_padded(draw, sizes, order, 2 if out_kind == "stepped" else 1))
+
+    first, *others = spec.inputs
+    order = _memory_order(draw, rank)
+    strides = {spec.output: out_strides, first: tuple(_padded(draw, sizes, order, 1))}
+    for name in others:
+        kind = draw(st.sampled_from(["alike", "alike", "alike_padded", "packed", "broadcast_rows",
+                                     "broadcast_columns", "scalar", "permuted"]))
+        if kind == "alike":
+            strides[name] = strides[first]
+        elif kind == "alike_padded":
+            strides[name] = tuple(_padded(draw, sizes, order, 1))
+        elif kind == "packed":
+            strides[name] = None
+        elif kind == "broadcast_rows":
+            strides[name] = tuple([0] * (rank - 1) + [1])
+        elif kind == "broadcast_columns":  # the first input's layout, one value along the output's rows
+            strides[name] = strides[first][:-1] + (0,)
+        elif kind == "scalar":
+            strides[name] = tuple([0] * rank)
+        else:
+            strides[name] = tuple(_padded(draw, sizes, draw(st.permutations(identity)), 1))
+
+    fields = spec.tensor_fields
+    layout_kind = "shared_buffer" if draw(st.integers(0, 15)) == 0 else "separate"
+    offsets = {name: 16 * draw(st.integers(0, 6)) for name in fields}
+    slack = {name: draw(st.sampled_from([0, 0, 4, 12, 16, 48])) for name in fields}
+    policy = DispatchPolicy(
+        workgroup_size=draw(st.sampled_from([1, 2, 4, 4, 8, 8, 8, 32])),
+        units_per_invocation=draw(st.sampled_from([None, 1, 4])),
+        max_workgroups_per_dimension=draw(st.sampled_from([None, None, None, 8, 3])),
+        binding_size_limit=draw(st.sampled_from([None] * 14 + [256, 1024])),
         pack_rounds_to_nearest=draw(st.booleans()))
     return LayoutCase(operator, mode, in_type, out_type, sizes, strides, offsets, slack, layout_kind, policy)
 

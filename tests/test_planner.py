@@ -5,6 +5,7 @@ rewrites without atomics a byte another invocation writes. No GPU: thousands of 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -15,12 +16,12 @@ import gpuops
 from gpuops import DataType, IsNanDesc, TensorDesc
 from gpuops.footprint import expected_values, footprint_of
 from gpuops.operators import spec_by_name
-from gpuops.plan import (BoundRegion, DispatchPlan, Form, Grid, OutputStore, Placement, PlanLimits, operands_of,
-                         plan_dispatches)
+from gpuops.plan import (BoundRegion, DispatchPlan, Form, Grid, Operand, OutputStore, Placement, PlanLimits,
+                         operands_of, plan_dispatches, tile_shape)
 from gpuops.shaders import shader_files
 
 from .dml import make_desc
-from .layout_strategies import LayoutCase, arrangement, layout_cases
+from .layout_strategies import LayoutCase, arrangement, layout_cases, transposed_cases
 
 PLANNER_EXAMPLES = int(os.environ.get("GPUOPS_PLANNER_EXAMPLES", "3000"))
 
@@ -63,7 +64,7 @@ def check_plans(desc, plans, offsets, buffer_sizes) -> None:
 
 @settings(max_examples=PLANNER_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
           deadline=None)
-@given(layout_cases() | layout_cases(rows=True), st.sampled_from([256, 32]))
+@given(layout_cases() | layout_cases(rows=True) | transposed_cases(), st.sampled_from([256, 32]))
 def test_every_plan_writes_exactly_its_output(case, alignment):
     desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
     try:
@@ -194,3 +195,142 @@ def test_kernels_show_the_exact_shader_and_a_dump_holds_every_compiled_one(devic
     compiled.execute(bindings)
     dumped = tmp_path / kernels[0].name
     assert dumped.read_text() == kernels[0].source
+
+
+def test_drawn_layout_conversions_run_on_tiles():
+    """The property test above covers the TILES grid: among the drawn layout conversions, a good part plan TILES
+    kernels, with plain and atomic stores, a second input tiled and read where it lies, 64-bit and 8-bit types,
+    more than two dimensions, and tensors that end inside a tile."""
+    seen: dict[str, int] = {}
+
+    @settings(max_examples=300, database=None, derandomize=True, deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(transposed_cases())
+    def draw(case):
+        desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
+        try:
+            gpuops.validate(desc)
+        except gpuops.ValidationError:
+            return
+        seen["cases"] = seen.get("cases", 0) + 1
+        _, plans, _, _ = plan_case(case)
+        tiles = [plan for plan in plans if plan.key.grid is Grid.TILES]
+        if tiles:
+            seen["tiles"] = seen.get("tiles", 0) + 1
+        for plan in tiles:
+            key = plan.key
+            shape = tile_shape(key.input_type, key.output_type, key.workgroup_size)
+            width, depth = plan.uniforms.sizes[-1], plan.uniforms.sizes[-2]
+            for fact in (key.output_store.name, f"{key.input_type.size * 8}-bit", f"rank {min(key.rank, 3)}",
+                         {Form.TILED: "b tiled", Form.STRIDED: "b where it lies", None: "unary"}[key.forms[1]],
+                         "edge" if width % shape.width or depth % shape.depth else "whole tiles"):
+                seen[fact] = seen.get(fact, 0) + 1
+
+    draw()
+    assert seen["tiles"] >= seen["cases"] // 6, seen
+    for fact in ("SCATTER_WORDS", "SCATTER_ATOMIC", "8-bit", "64-bit", "rank 2", "rank 3", "b tiled",
+                 "b where it lies", "unary", "edge", "whole tiles"):
+        assert seen.get(fact, 0) >= 3, (fact, seen)
+
+
+def _plans(operator, in_type, out_type, sizes, strides, offsets=None, **limits):
+    desc = make_desc(operator, None, in_type, out_type, sizes, strides)
+    spec = spec_by_name(operator)
+    tensors = tuple(getattr(desc, name) for name in spec.tensor_fields)
+    offsets = offsets or {}
+    regions = tuple(BoundRegion(i, t.total_tensor_size_in_bytes + 256, offsets.get(name, 0))
+                    for i, (name, t) in enumerate(zip(spec.tensor_fields, tensors)))
+    limits = PlanLimits(**{"binding_size": 2**27, "storage_offset_alignment": 256,
+                           "workgroups_per_dimension": 65535, **limits})
+    plans = plan_dispatches(spec, desc, tensors, regions, limits)
+    operands = operands_of(spec)
+    check_plans(desc, plans, {op: offsets.get(name, 0) for op, name in zip(operands, spec.tensor_fields)},
+                {op: r.buffer_size for op, r in zip(operands, regions)})
+    return plans
+
+
+F32, I8, F16, I64 = DataType.FLOAT32, DataType.INT8, DataType.FLOAT16, DataType.INT64
+NCHW_AS_NHWC = (64 * 8 * 16, 16, 1, 8 * 16)  # (n, h, w, c) of an NCHW tensor of 4 x 64 x 8 x 16
+
+
+@pytest.mark.parametrize("operator, data_type, sizes, strides, forms, store, plane", [
+    (MOD_FLOOR, F32, (256, 256), {"a_tensor": (1, 256), "b_tensor": (1, 256)}, ("TILED", "TILED"), "SCATTER_WORDS",
+     ((256, 256), (1, 256))),
+    (MOD_FLOOR, F32, (256, 256), {"a_tensor": (1, 256), "b_tensor": (0, 1)}, ("TILED", "STRIDED"), "SCATTER_WORDS",
+     ((256, 256), (1, 256))),
+    (MOD_FLOOR, F32, (256, 256), {"a_tensor": (1, 256)}, ("TILED", "STRIDED"), "SCATTER_WORDS",
+     ((256, 256), (1, 256))),
+    (SIGN, I8, (4, 8, 16, 64), {"input_tensor": NCHW_AS_NHWC}, ("TILED", None), "SCATTER_WORDS",
+     ((4, 128, 64), (8192, 1, 128))),
+    (SIGN, I8, (66, 70), {"input_tensor": (1, 66)}, ("TILED", None), "SCATTER_ATOMIC", ((66, 70), (1, 66))),
+    (SIGN, F16, (66, 70), {"input_tensor": (1, 66)}, ("TILED", None), "SCATTER_WORDS", ((66, 70), (1, 66))),
+    (SIGN, I64, (3, 40, 50), {"input_tensor": (40 * 50, 1, 40)}, ("TILED", None), "SCATTER_WORDS",
+     ((3, 40, 50), (2000, 1, 40))),
+    (IS_NAN, F32, (3, 40, 52), {"input_tensor": (1, 3 * 54, 3)}, ("TILED", None), "SCATTER_WORDS",
+     ((40, 3, 52), (162, 1, 3))),
+], ids=["both-transposed", "b-broadcast", "b-packed", "nchw-nhwc", "int8-odd-rows", "float16-rows-on-words",
+        "int64-3d", "short-fast-dimension-outer"])
+def test_layout_conversions_choose_tiles(operator, data_type, sizes, strides, forms, store, plane):
+    """The plane: the tiled input's fast dimension second to last, the output's rows last, the others outer
+    (even a fast dimension of three elements, once tiles of 32-bit elements are at most 4 deep)."""
+    out_type = DataType.UINT8 if operator == IS_NAN else data_type
+    (plan,) = _plans(operator, data_type, out_type, sizes, strides, workgroup_size=256 if sizes[0] != 3 else 4)
+    assert plan.key.grid is Grid.TILES
+    assert tuple(f.name if f else None for f in plan.key.forms[:2]) == forms and plan.key.forms[2] is Form.STRIDED
+    assert plan.key.output_store.name == store
+    assert (plan.uniforms.sizes, plan.uniforms.strides[0]) == plane
+
+
+@pytest.mark.parametrize("strides, reason", [
+    ({"input_tensor": (1, 64), "output_tensor": (128, 2)}, "stepped output"),
+    ({"input_tensor": (1, 3)}, "three rows"),
+    ({"input_tensor": (64, 1)}, "not transposed"),
+], ids=["stepped-output", "short", "padded"])
+def test_no_tiles_where_they_do_not_apply(strides, reason):
+    sizes = (3, 64) if reason == "three rows" else (64, 64)
+    plans = _plans(SIGN, F32, F32, sizes, strides)
+    assert all(plan.key.grid is not Grid.TILES for plan in plans)
+
+
+def test_tiles_need_a_grid_that_holds_them():
+    """Tiles that need more workgroups than the grid's two dimensions hold fall back to the other grids."""
+    strides = {"input_tensor": (1, 256)}
+    assert [p.key.grid for p in _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=8)] == [Grid.TILES]
+    assert [p.key.grid for p in _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=7)] != [Grid.TILES]
+
+
+def test_the_model_finds_plain_stores_to_shared_words():
+    """int8 rows of 70 bytes share words between rows (and tiles): the plan stores them atomically; with plain
+    stores, the footprint model reports the lost updates."""
+    (plan,) = _plans(SIGN, I8, I8, (66, 70), {"input_tensor": (1, 66)})
+    assert plan.key.output_store is OutputStore.SCATTER_ATOMIC
+    plain = dataclasses.replace(plan, key=dataclasses.replace(plan.key, output_store=OutputStore.SCATTER_WORDS))
+    sizes = {Operand.A: 66 * 70 + 256, Operand.OUT: 66 * 70 + 256}
+    violations = footprint_of((plain,), (Operand.A, Operand.OUT), sizes).violations
+    assert violations and all("not atomically" in v for v in violations)
+
+
+@pytest.mark.parametrize("in_type, out_type, width, depth", [
+    (F32, F32, 32, 32), (DataType.UINT16, DataType.UINT16, 64, 32), (I8, I8, 64, 64), (F32, DataType.UINT8, 64, 16),
+    (F16, DataType.UINT8, 64, 32), (F16, DataType.UINT32, 64, 32), (I64, I64, 32, 16),
+], ids=str)
+def test_tile_shapes(in_type, out_type, width, depth):
+    """Tiles of about 4 KiB of each input, 64 or 128 bytes along each input column: two tiles and the 8-bit
+    division table fit 16 KiB of workgroup memory; whole output words across; small workgroups, small tiles."""
+    shape = tile_shape(in_type, out_type, 256)
+    assert (shape.width, shape.depth) == (width, depth)
+    assert shape.depth * in_type.size in (64, 128) and shape.width * out_type.size % 4 == 0
+    assert 2 * shape.slots * max(4, in_type.size) + 2048 <= 16384
+    small = tile_shape(in_type, out_type, 2)
+    assert small.groups <= 2 and small.column_slots <= 2
+
+
+def test_only_tiles_kernels_change():
+    """A TILES kernel has its own entry point and files; every other kernel's text is what it was (no tile
+    constant, no tile file)."""
+    from gpuops.shaders import shader_source
+    (tiles,) = _plans(MOD_FLOOR, I8, I8, (64, 64), {"a_tensor": (1, 64), "b_tensor": (1, 64)})
+    (rows,) = _plans(MOD_FLOOR, I8, I8, (64, 64), {"a_tensor": (80, 1), "b_tensor": (0, 1)})
+    tiles_text, rows_text = shader_source(tiles.key), shader_source(rows.key)
+    assert tiles_text.count("fn main(") == 1 and "// ---- tiles.wgsl" in tiles_text and "TILE_GROUPS" in tiles_text
+    assert rows_text.count("fn main(") == 1 and "tile" not in rows_text.lower()

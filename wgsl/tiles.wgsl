@@ -1,0 +1,151 @@
+// The TILES grid (gpuops/plan.py: Grid.TILES, TilePlane): an input whose fastest dimension is not the output's
+// (a transposed matrix, NCHW read into NHWC). Read where it lies, a warp's loads of it would each touch a line of
+// their own; here the planner puts that input's fast dimension (stride 1) at RANK - 2 and the output's rows
+// (stride 1) at RANK - 1, and a workgroup takes a tile of that plane: TILE_DEPTH elements along RANK - 2 by
+// TILE_WIDTH along RANK - 1, at one index of the outer dimensions. Each tiled input's part of the tile is read into
+// workgroup memory along that input's own rows (consecutive invocations, consecutive words); after a barrier, each
+// invocation takes a group of UNIT consecutive elements of one output row (whole output words), picks its tiled
+// inputs' elements out of the tile, reads the other inputs where they lie, and stores whole words, consecutive
+// invocations consecutive words. A tile's edges (rows and columns past the tensor's end) run the same code with
+// the missing lanes masked.
+//
+// The prelude adds TILE_GROUPS (groups across a tile), TILE_COLUMN_SLOTS (slots along a tile column), A_TILED /
+// B_TILED and the tiles' sizes; tiles_narrow.wgsl or tiles_wide.wgsl give the storage's slots (SLOT_ELEMENTS,
+// OUT_PER_SLOT, load_slot, slot_element) and a group's work (run_tile_group). This file's entry point replaces
+// common.wgsl's (gpuops/shaders.py).
+
+const TILE_WIDTH: u32 = TILE_GROUPS * UNIT;
+const TILE_DEPTH: u32 = TILE_COLUMN_SLOTS * SLOT_ELEMENTS;
+// One slot more per column: a column that starts inside a word spans one word more; and an odd stride puts a
+// column's slots and the neighbouring columns' in different memory banks.
+const TILE_STRIDE: u32 = TILE_COLUMN_SLOTS + 1u;
+const TILE_ROWS_AT_ONCE: u32 = WORKGROUP_SIZE / TILE_GROUPS;
+
+var<workgroup> tile_a: array<InElem, A_TILE_SLOTS>;
+var<workgroup> tile_b: array<InElem, B_TILE_SLOTS>;
+
+fn tile_slot(operand: u32, index: u32) -> InElem {
+    if (operand == OPERAND_B) {
+        return tile_b[index];
+    }
+    return tile_a[index];
+}
+
+fn set_tile_slot(operand: u32, index: u32, value: InElem) {
+    if (operand == OPERAND_B) {
+        tile_b[index] = value;
+    } else {
+        tile_a[index] = value;
+    }
+}
+
+// First slot of tile column c. Columns lie by their place in a group first: a warp's invocations take consecutive
+// groups, so each of their reads takes one column of consecutive groups, whose slots are TILE_STRIDE apart.
+fn tile_column(c: u32) -> u32 {
+    return ((c % UNIT) * TILE_GROUPS + c / UNIT) * TILE_STRIDE;
+}
+
+// Offsets of a, b and out at index `outer` of the dimensions outside the plane (0 .. RANK - 3, row-major).
+fn outer_offsets(outer: u32) -> vec3<u32> {
+    var rest = outer;
+    var offsets = params.base.xyz;
+    for (var d = RANK - 2u; d > 1u; d -= 1u) {  // dimensions RANK - 3 down to 1
+        let size = dim_size(d - 1u);
+        let quotient = rest / size;
+        offsets += (rest - quotient * size) * dim_strides(d - 1u);
+        rest = quotient;
+    }
+    if (RANK > 2u) {
+        offsets += rest * dim_strides(0u);
+    }
+    return offsets;
+}
+
+// Slot k of tile column c, whose first element lies at `start`: the k-th slot that holds one of the column's
+// `rows` elements, if there is one (no slot past the tensor is read).
+fn fill_slot(operand: u32, start: u32, c: u32, k: u32, columns: u32, rows: u32) {
+    let first = start / SLOT_ELEMENTS;
+    if (c < columns && first + k <= (start + rows - 1u) / SLOT_ELEMENTS) {
+        set_tile_slot(operand, tile_column(c) + k, load_slot(operand, first + k));
+    }
+}
+
+// The tiled input's part of the tile whose first element lies at `origin`: column by column, consecutive
+// invocations taking consecutive slots of a column.
+fn fill_tile(operand: u32, origin: u32, lane: u32, columns: u32, rows: u32) {
+    let step = dim_strides(RANK - 1u)[operand];
+    for (var i = lane; i < TILE_WIDTH * TILE_COLUMN_SLOTS; i += WORKGROUP_SIZE) {
+        let c = i / TILE_COLUMN_SLOTS;
+        fill_slot(operand, origin + c * step, c, i - c * TILE_COLUMN_SLOTS, columns, rows);
+    }
+    if (SLOT_ELEMENTS > 1u) {  // the columns that start inside a word
+        for (var c = lane; c < TILE_WIDTH; c += WORKGROUP_SIZE) {
+            fill_slot(operand, origin + c * step, c, TILE_COLUMN_SLOTS, columns, rows);
+        }
+    }
+}
+
+// Element `row` (counted from the tile's first) of tile column c of a tiled input, whose column starts at `start`.
+fn tile_element(operand: u32, start: u32, c: u32, row: u32) -> InElem {
+    let e = start % SLOT_ELEMENTS + row;
+    return slot_element(tile_slot(operand, tile_column(c) + e / SLOT_ELEMENTS), e % SLOT_ELEMENTS);
+}
+
+// An input's element at tile row `row` (whose offsets are `offsets`) and tile column c: out of the tile, or read
+// where it lies (an input along the output's rows, broadcast, or read across them on another dimension).
+fn input_element(operand: u32, tiled: bool, origin: vec3<u32>, offsets: vec3<u32>, row: u32, c: u32) -> InElem {
+    let step = dim_strides(RANK - 1u)[operand];
+    if (tiled) {
+        return tile_element(operand, origin[operand] + c * step, c, row);
+    }
+    return load_element(operand, offsets[operand] + c * step);
+}
+
+// The tile's rows, TILE_ROWS_AT_ONCE at a time, each TILE_GROUPS invocations across. An output row that starts
+// inside a word (8/16-bit outputs in rows of other pitches) has its groups follow the output's words: its first
+// group begins before the tile's first column (`first` wraps below zero) and has only its last lanes.
+fn run_tile_rows(origin: vec3<u32>, lane: u32, columns: u32, rows: u32) {
+    let first_row = lane / TILE_GROUPS;
+    if (first_row >= TILE_ROWS_AT_ONCE) {
+        return;  // (a workgroup size that is not a multiple of TILE_GROUPS)
+    }
+    let down = dim_strides(RANK - 2u);
+    for (var row = first_row; row < rows; row += TILE_ROWS_AT_ONCE) {
+        let offsets = origin + row * down;
+        let skew = offsets[OPERAND_OUT] % OUT_PER_SLOT;
+        for (var g = lane % TILE_GROUPS; g * UNIT < skew + columns; g += TILE_GROUPS) {
+            run_tile_group(origin, offsets, row, g * UNIT - skew, columns);
+        }
+    }
+}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) group: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    let width = dim_size(RANK - 1u);
+    let depth = dim_size(RANK - 2u);
+    let across = (width + TILE_WIDTH - 1u) / TILE_WIDTH;
+    let plane = across * ((depth + TILE_DEPTH - 1u) / TILE_DEPTH);
+    let tile = group.y * groups.x + group.x;  // (a 2-D grid: one dimension holds at most 65535 workgroups)
+    let outer = tile / plane;
+    if (outer >= params.row_count / depth) {
+        return;  // the grid's surplus: whole workgroups, before the barrier
+    }
+    let in_plane = tile - outer * plane;
+    let tile_row = in_plane / across;
+    let first_column = (in_plane - tile_row * across) * TILE_WIDTH;
+    let first_row = tile_row * TILE_DEPTH;
+    let columns = min(TILE_WIDTH, width - first_column);
+    let rows = min(TILE_DEPTH, depth - first_row);
+    let origin = outer_offsets(outer) + first_row * dim_strides(RANK - 2u) + first_column * dim_strides(RANK - 1u);
+    if (A_TILED) {
+        fill_tile(OPERAND_A, origin[OPERAND_A], lane, columns, rows);
+    }
+    if (B_TILED) {
+        fill_tile(OPERAND_B, origin[OPERAND_B], lane, columns, rows);
+    }
+    prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
+    workgroupBarrier();
+    run_tile_rows(origin, lane, columns, rows);
+}
