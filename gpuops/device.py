@@ -28,6 +28,10 @@ from .validation import validate, validate_bindings
 
 PLAN_CACHE_SIZE = 8192  # dispatch plans (bind groups and their uniform buffers) remembered per device
 COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
+# Compute pipelines (compiled kernels) remembered per device, the least recently used dropped first: each holds
+# the driver's compiled code (megabytes on a software adapter), and the NumPy-level functions meet a new kernel
+# with every new combination of shape class, types and operator.
+PIPELINE_CACHE_SIZE = 256
 # Seconds a read-back waits for the device before DeviceError (a lost device ends the wait at once).
 WAIT_TIMEOUT = 120.0
 _WAIT_STEP = 0.05  # seconds between looks at whether the device was lost, while waiting
@@ -88,7 +92,8 @@ class Device:
             raise DeviceError(f"Device.wgpu_device: the WebGPU device on {self.adapter_name} is lost "
                               f"({self._watch.lost}); request a new device")
         self._watch.used_by(self)  # its destroy waits for this Device's calls in progress
-        self._pipelines: dict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = {}
+        self._pipelines: OrderedDict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = \
+            OrderedDict()
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
         self._plan_cache = _PlanCache()
         self._plans = self._plan_cache.plans  # (compiled operator, each buffer's watch key, offset, size) -> dispatches
@@ -246,11 +251,18 @@ class Device:
             return promise.sync_wait()
 
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
+        """The pipeline and bind group layout of a kernel, from the device's bounded cache. Dispatches keep their
+        own references: dropping one from the cache frees it only when nothing else uses it."""
         with self._lock:
-            found = self._pipelines.get(key)
+            pipelines = self._pipelines
+            found = pipelines.get(key)
             if found is None:
                 with self.explained(key.shader, "compiling the kernel"):
-                    found = self._pipelines[key] = self._create_pipeline(key)
+                    found = pipelines[key] = self._create_pipeline(key)
+                while len(pipelines) > PIPELINE_CACHE_SIZE:
+                    pipelines.popitem(last=False)
+            else:
+                pipelines.move_to_end(key)
             return found
 
     def plan_limits(self, spec: OperatorSpec, input_type) -> PlanLimits:
