@@ -399,6 +399,12 @@ class CompiledOperator:
         """Run once on the device's queue."""
         self._execute(bindings, cache=True)
 
+    def _execute_uncached(self, bindings: Mapping[str, Binding]) -> None:
+        """execute() without the device's plan cache: the dispatches (bind groups, uniform buffers) are made for
+        this one execution and dropped after it, and no cached plan is evicted. For bindings that will not be
+        executed again, such as the NumPy-level functions' own buffers."""
+        self._execute(bindings, cache=False)
+
     def _execute(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool) -> None:
         device = self.device
         with device._lock:
