@@ -8,7 +8,7 @@ import types
 from collections.abc import Mapping
 
 from .backends import BACKENDS, backend_name
-from .errors import DeviceError, ValidationError, shown
+from .errors import DeviceError, ValidationError, cause_of, shown
 
 # WebGPU compute on OpenGL needs compute shaders and storage buffers in the GL context: OpenGL ES 3.1 or
 # OpenGL 4.3. wgpu lists older contexts too (NVIDIA's EGL gives a 3.3 one), whose device request then fails.
@@ -134,5 +134,5 @@ def check_wgpu_device(obj: object) -> None:
         probe = obj.create_buffer(label="gpuops device check", size=4, usage=module.BufferUsage.COPY_DST)
     except Exception as exc:  # whatever the backend raises, the device cannot be used
         raise DeviceError(f"Device.wgpu_device: {shown(obj)} cannot create a buffer (lost or destroyed?): "
-                          f"{exc}") from None
+                          f"{cause_of(exc)}") from exc
     probe.destroy()

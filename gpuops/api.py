@@ -20,11 +20,10 @@ from __future__ import annotations
 import ctypes
 import math
 import operator
-import threading
 
 import numpy as np
 
-from .device import Binding, Device
+from .device import Binding, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
 from .layout import coalesce
@@ -37,19 +36,6 @@ GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the 
 
 # What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=).
 Result = np.ndarray | np.generic
-
-_default_device: Device | None = None
-_default_lock = threading.Lock()
-
-
-def default_device() -> Device:
-    """The device the functions use when none is given: created on first use, then reused."""
-    global _default_device
-    with _default_lock:
-        if _default_device is None:
-            _default_device = Device()
-        return _default_device
-
 
 def sign(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """-1, 0 or 1 in x's dtype (NaN and -0 give +0), with np.sign's types."""

@@ -1,7 +1,11 @@
-"""Binding: a region of a caller's wgpu buffer bound to one tensor of an operator (DML_BUFFER_BINDING)."""
+"""Binding: a region of a caller's wgpu buffer bound to one tensor of an operator (DML_BUFFER_BINDING); and what
+gpuops watches of the caller's buffers and devices (destroyed, mapped, lost)."""
 
 from __future__ import annotations
 
+import itertools
+import threading
+import weakref
 from dataclasses import dataclass
 
 import wgpu
@@ -45,3 +49,170 @@ class Binding:
     @property
     def resolved_size(self) -> int:
         return self.buffer.size - self.offset if self.size is None else self.size
+
+
+# What gpuops watches of a caller's wgpu objects. wgpu-py (0.32) keeps no destroyed state on a buffer or device
+# (destroy() leaves `_internal` set and nothing else changes), yet wgpu-native aborts the process when a
+# submission uses a destroyed buffer, a mapped one, or a lost device. So gpuops replaces `destroy` on the
+# instances it binds (the class's method is untouched) to learn of it, and takes the device's submit lock there:
+# a destroy then never falls between gpuops' checks and its submit.
+
+_serials = itertools.count(1)  # watch serial numbers: unlike id(), never reused after an object dies
+
+
+class DeviceWatch:
+    """`destroy` of a wgpu device that gpuops.Devices use. It marks the device lost at once (every gpuops call on
+    it then raises DeviceError before touching it), and destroys it as soon as no gpuops.Device on it is inside a
+    call: a call in progress may be waiting for the GPU (a read-back's mapping), and wgpu-py stops polling a
+    destroyed device, so that wait would never end; after the call, nothing of gpuops uses the device."""
+
+    __slots__ = ("submit_lock", "lost", "users", "_device", "_prior", "_destroying", "__weakref__")
+
+    def __init__(self, wgpu_device, prior):
+        self.submit_lock = threading.RLock()  # held only across checks and a submit: never across a wait
+        self.lost: str | None = None  # why the device is lost; None while it is usable
+        self.users: dict[int, weakref.ref] = {}  # id -> the gpuops.Devices on this device (their _lock)
+        self._device = weakref.ref(wgpu_device)
+        self._prior = prior  # an instance-level destroy someone set before gpuops: still called
+        self._destroying = False
+
+    def used_by(self, gpuops_device) -> None:
+        key = id(gpuops_device)
+        self.users[key] = weakref.ref(gpuops_device, lambda _, users=self.users, key=key: users.pop(key, None))
+
+    def __call__(self) -> None:
+        self.mark_lost("destroyed by wgpu_device.destroy()")
+        if self._destroying:
+            return
+        self._destroying = True
+        locks = [device._lock for device in (ref() for ref in list(self.users.values())) if device is not None]
+        held = []
+        for lock in locks:
+            # A lock this thread holds means a gpuops call of this thread is under way (destroy was called from
+            # inside it): that call must end first too.
+            if getattr(lock, "_is_owned", lambda: False)() or not lock.acquire(blocking=False):
+                break
+            held.append(lock)
+        try:
+            if len(held) == len(locks):
+                self._destroy()
+                return
+        finally:
+            for lock in held:
+                lock.release()
+        threading.Thread(target=self._destroy_after, args=(locks,), name="gpuops device destroy",
+                         daemon=True).start()
+
+    def _destroy_after(self, locks: list) -> None:
+        for lock in locks:
+            lock.acquire()
+        try:
+            self._destroy()
+        finally:
+            for lock in locks:
+                lock.release()
+
+    def _destroy(self) -> None:
+        wgpu_device = self._device()
+        with self.submit_lock:
+            if self._prior is not None:
+                self._prior()
+            elif wgpu_device is not None:
+                type(wgpu_device).destroy(wgpu_device)
+
+    def mark_lost(self, reason: str) -> None:
+        if self.lost is None:
+            self.lost = reason
+
+
+def watch_device(wgpu_device) -> DeviceWatch:
+    """The DeviceWatch of `wgpu_device`, installed as its `destroy` the first time."""
+    found = vars(wgpu_device).get("destroy")
+    if type(found) is DeviceWatch:
+        return found
+    watch = DeviceWatch(wgpu_device, found)
+    wgpu_device.destroy = watch
+    return watch
+
+
+class BufferWatch:
+    """`destroy` of a buffer gpuops has bound: marks it destroyed (under its device's submit lock) before
+    destroying it, and tells the plan caches that hold dispatches of it to drop them. Its serial number `key`
+    stands for the buffer in those caches' keys, so that they hold no reference to it; when the buffer is
+    collected, the caches drop its dispatches too (their bind groups would keep its memory)."""
+
+    __slots__ = ("key", "destroyed", "caches", "_buffer", "_device", "_prior", "__weakref__")
+
+    def __init__(self, buffer, device: DeviceWatch, prior):
+        self.key = next(_serials)
+        self.destroyed = False
+        self.caches: dict[int, weakref.ref] = {}  # id -> the plan caches holding dispatches of this buffer
+        self._buffer = weakref.ref(buffer)
+        self._device = device
+        self._prior = prior
+        weakref.finalize(buffer, self.forget).atexit = False  # at exit there is nothing to free
+
+    def __call__(self) -> None:
+        buffer = self._buffer()
+        with self._device.submit_lock:
+            self.destroyed = True
+            if self._prior is not None:
+                self._prior()
+            elif buffer is not None:
+                type(buffer).destroy(buffer)
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every cached dispatch of the buffer (destroyed or collected)."""
+        for cache in list(self.caches.values()):
+            found = cache()
+            if found is not None:
+                found.forget(self.key)
+
+    def cached_in(self, cache) -> None:
+        if id(cache) not in self.caches:
+            self.caches[id(cache)] = weakref.ref(cache)
+
+
+def watch_buffer(buffer, device: DeviceWatch) -> BufferWatch | None:
+    """The BufferWatch of `buffer`, installed as its `destroy` the first time; None for a buffer that takes no
+    attribute (its plans are then never cached)."""
+    try:
+        found = vars(buffer).get("destroy")
+        if type(found) is BufferWatch:
+            return found
+        watch = BufferWatch(buffer, device, found)
+        buffer.destroy = watch
+    except (TypeError, AttributeError):
+        return None
+    return watch
+
+
+def buffer_watch(buffer) -> BufferWatch | None:
+    """The buffer's BufferWatch, if gpuops has installed one."""
+    found = getattr(buffer, "__dict__", _NONE).get("destroy")
+    return found if type(found) is BufferWatch else None
+
+
+_NONE: dict = {}
+
+
+def described(buffer) -> str:
+    """A buffer as errors name it: its label (where it has one) and size."""
+    label = getattr(buffer, "label", "")
+    return f"the buffer ({label!r}, {buffer.size} bytes)" if label else f"the buffer ({buffer.size} bytes)"
+
+
+def buffer_problem(buffer, wgpu_device) -> str | None:
+    """Why submitting work that uses `buffer` on `wgpu_device` would fail (wgpu-native aborts the process on each
+    of these), or None."""
+    watch = buffer_watch(buffer)
+    if watch is not None and watch.destroyed:
+        return "was destroyed (buffer.destroy()); bind a live buffer"
+    state = getattr(buffer, "map_state", "unmapped")
+    if state != "unmapped":
+        return f"is {state} (map_state {state!r}); unmap it before gpuops work that uses it is submitted"
+    owner = getattr(buffer, "_device", wgpu_device)
+    if owner is not wgpu_device:
+        return "belongs to another wgpu device than this gpuops.Device"
+    return None

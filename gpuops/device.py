@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections import OrderedDict
-from collections.abc import Mapping
+import time
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,9 +16,9 @@ import wgpu
 from .adapters import adapter_label, check_wgpu_device, pick_adapter
 from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
                        resolve_runtime_checks)
-from .binding import Binding
+from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
-from .errors import DeviceError, GpuOpsError, ValidationError
+from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
 from .operators import OperatorSpec, spec_of
 from . import shaders
 from .plan import BoundRegion, DispatchPlan, DispatchPolicy, KernelKey, PlanLimits, operands_of, plan_dispatches
@@ -26,6 +28,16 @@ from .validation import validate, validate_bindings
 
 PLAN_CACHE_SIZE = 8192  # dispatch plans (bind groups and their uniform buffers) remembered per device
 COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
+# Compute pipelines (compiled kernels) remembered per device, the least recently used dropped first: each holds
+# the driver's compiled code (megabytes on a software adapter), and the NumPy-level functions meet a new kernel
+# with every new combination of shape class, types and operator.
+PIPELINE_CACHE_SIZE = 256
+# Seconds a read-back waits for the device before DeviceError (a lost device ends the wait at once).
+WAIT_TIMEOUT = 120.0
+_WAIT_STEP = 0.05  # seconds between looks at whether the device was lost, while waiting
+
+# One entry of the buffers a submission uses, checked just before it: (operator, binding name or None, buffer).
+Use = tuple[str, "str | None", wgpu.GPUBuffer]
 
 
 class Device:
@@ -64,6 +76,9 @@ class Device:
             self.wgpu_device = request_device(
                 self.wgpu, self.adapter, self.runtime_checks, label="gpuops", required_features=features,
                 required_limits={k: limits[k] for k in wanted})
+        # What gpuops knows of the wgpu device (lost or not) and its submit lock, shared by every gpuops.Device on it.
+        self._watch = watch_device(self.wgpu_device)
+        self.wait_timeout = WAIT_TIMEOUT
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
         self.max_buffer_size = self.policy.max_buffer_size or self.limits["max-buffer-size"]
@@ -71,11 +86,17 @@ class Device:
         # probed the first time a kernel depends on it (see _probe_pack_rounding).
         self._pack_rounds_to_nearest = self.policy.pack_rounds_to_nearest
         # Every wgpu call made for this Device happens under this lock: some WebGPU bindings (Dawn's) crash when
-        # one device is used from several threads at once.
+        # one device is used from several threads at once. gpuops never waits for the GPU while holding it.
         self._lock = threading.RLock()
-        self._pipelines: dict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = {}
+        if self._watch.lost is not None:
+            raise DeviceError(f"Device.wgpu_device: the WebGPU device on {self.adapter_name} is lost "
+                              f"({self._watch.lost}); request a new device")
+        self._watch.used_by(self)  # its destroy waits for this Device's calls in progress
+        self._pipelines: OrderedDict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = \
+            OrderedDict()
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
-        self._plans: OrderedDict[tuple, tuple] = OrderedDict()  # (compiled operator, bindings) -> dispatches
+        self._plan_cache = _PlanCache()
+        self._plans = self._plan_cache.plans  # (compiled operator, each buffer's watch key, offset, size) -> dispatches
         self._compiled: OrderedDict[tuple[object, FeatureLevel], CompiledOperator] = OrderedDict()
 
     def placeholder(self, access: str) -> wgpu.GPUBuffer:
@@ -112,32 +133,136 @@ class Device:
                     self._compiled.popitem(last=False)
             else:
                 self._compiled.move_to_end(key)
-            return compiled
+        if compiled.spec.type_policy(compiled.tensors[0].data_type).pack_rounding:
+            self.probe_pack_rounding()  # now, outside the lock: planning asks for it under the lock
+        return compiled
 
     def batch(self) -> Batch:
         """Many executions recorded into one command encoder and submitted once (see Batch)."""
         return Batch(self)
 
-    def submit(self, encoder: wgpu.GPUCommandEncoder, what: str = "gpuops work") -> None:
-        with self._lock, self.explained(what, "submitting"):
-            self.wgpu_device.queue.submit([encoder.finish()])
+    def submit(self, encoder: wgpu.GPUCommandEncoder, what: str = "gpuops work", uses: Iterable[Use] = ()) -> None:
+        """Finish `encoder` and submit it. Every buffer in `uses` is checked first (destroyed, mapped, another
+        device's: wgpu-native aborts the process on a submission that uses one), and so is the device, under the
+        submit lock that destroying either takes: nothing is submitted when a check fails."""
+        watch = self._watch
+        with self._lock, watch.submit_lock:
+            if watch.lost is not None:
+                raise self.lost_error(what, "submitting")
+            self.check_uses(uses)
+            with self.explained(what, "submitting"):
+                self.wgpu_device.queue.submit([encoder.finish()])
+
+    def check_uses(self, uses: Iterable[Use]) -> None:
+        """ValidationError naming the operator, the binding and the buffer where a buffer in `uses` cannot be
+        used by a submission now."""
+        for operator, name, buffer in uses:
+            problem = buffer_problem(buffer, self.wgpu_device)
+            if problem is not None:
+                where = f"bindings[{name!r}]" if name is not None else "the buffer read back"
+                raise Refusal(operator, where, f"{described(buffer)} {problem}").error()
+
+    @property
+    def lost(self) -> bool:
+        """Whether the device is known to be lost: destroyed (`wgpu_device.destroy()`), or found lost by a call
+        that failed. Asks nothing of the device (is_lost() does)."""
+        return self._watch.lost is not None
+
+    def is_lost(self) -> bool:
+        """Whether the device is lost, asking it where gpuops does not know yet: a lost device refuses even a
+        4-byte buffer (wgpu-native has no other synchronous question for it)."""
+        if self._watch.lost is None:
+            with self._lock:
+                try:
+                    probe = self.wgpu_device.create_buffer(label="gpuops device check", size=4,
+                                                           usage=self.wgpu.BufferUsage.COPY_DST)
+                except Exception as exc:  # whatever the backend raises, the device cannot be used
+                    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+                    self._watch.mark_lost(lines[-1] if lines else type(exc).__name__)  # wgpu's own reason
+                else:
+                    probe.destroy()
+        return self._watch.lost is not None
+
+    def lost_error(self, operator: str, step: str, cause: str | None = None) -> DeviceError:
+        """The DeviceError for `step` of `operator` on a lost device."""
+        reason = self._watch.lost or cause or "lost"
+        detail = f"; wgpu: {cause}" if cause and cause != reason else ""
+        return DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} was lost ({reason}){detail}; "
+                           "make a new gpuops.Device (gpuops.default_device() replaces a lost default device)")
 
     def explained(self, operator: str, step: str) -> _Explained:
-        """wgpu reports validation and memory errors as its own exceptions: say what gpuops was doing."""
+        """wgpu reports validation and memory errors as its own exceptions: say what gpuops was doing. A lost
+        device raises DeviceError on entry, and on exit where it was lost meanwhile."""
         return _Explained(self, operator, step)
 
     def refusal(self, operator: str, step: str, exc: Exception) -> DeviceError:
-        """The DeviceError for a wgpu error raised while gpuops was doing `step` for `operator`."""
-        text = str(exc).strip()
-        first_line = text.splitlines()[0] if text else type(exc).__name__
-        return DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: "
-                           f"{type(exc).__name__}: {first_line}")
+        """The DeviceError for a wgpu error raised while gpuops was doing `step` for `operator`: with wgpu's own
+        cause, and saying so where the device is lost."""
+        cause = cause_of(exc)
+        if self.is_lost():
+            return self.lost_error(operator, step, cause)
+        return DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: {cause}")
+
+    def read_buffer(self, buffer: wgpu.GPUBuffer, offset: int = 0, size: int | None = None, *,
+                    what: str = "Device.read_buffer") -> memoryview:
+        """The bytes of a region of `buffer` (its usage must include COPY_SRC), once the work submitted before
+        has run. The wait is bounded (`wait_timeout` seconds) and holds no lock, and a lost device ends it with
+        DeviceError. `what` names the operation in errors."""
+        size = buffer.size - offset if size is None else size
+        usage = self.wgpu.BufferUsage
+        with self._lock:
+            if self._watch.lost is not None:
+                raise self.lost_error(what, "reading back")
+            with self.explained(what, "preparing the read-back"):
+                staging = self.wgpu_device.create_buffer(label="gpuops read-back", size=size,
+                                                         usage=usage.MAP_READ | usage.COPY_DST)
+        try:
+            with self._lock, self.explained(what, "preparing the read-back"):
+                encoder = self.wgpu_device.create_command_encoder(label="gpuops read-back")
+                encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+            self.submit(encoder, what, [(what, None, buffer)])
+            with self._lock, self._watch.submit_lock:  # wgpu-native may submit when a mapping begins
+                if self._watch.lost is not None:
+                    raise self.lost_error(what, "reading back")
+                with self.explained(what, "mapping the read-back"):
+                    # wgpu-native's own name for a read mapping that submits nothing first: the copy was submitted
+                    promise = staging.map_async("READ_NOSYNC" if self.backend == "wgpu-native" else "READ")
+            self.wait(promise, what, "waiting for the read-back")
+            with self._lock, self.explained(what, "reading back"):
+                data = staging.read_mapped()
+                staging.unmap()
+            return data
+        finally:
+            with self._lock, contextlib.suppress(Exception):  # a lost device's buffer: nothing to free
+                staging.destroy()
+
+    def wait(self, promise, operator: str, step: str):
+        """`promise.sync_wait()`, bounded by `wait_timeout` and ended by the device's loss, holding no lock."""
+        event = getattr(promise, "_thread_event", None)  # wgpu-py's: set when the callback has run
+        if event is not None:
+            deadline = time.monotonic() + self.wait_timeout
+            while not event.wait(_WAIT_STEP):
+                if self._watch.lost is not None:
+                    raise self.lost_error(operator, step)
+                if time.monotonic() > deadline:
+                    raise DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} did not finish "
+                                      f"in {self.wait_timeout} seconds (Device.wait_timeout)")
+        with self.explained(operator, step):
+            return promise.sync_wait()
 
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
+        """The pipeline and bind group layout of a kernel, from the device's bounded cache. Dispatches keep their
+        own references: dropping one from the cache frees it only when nothing else uses it."""
         with self._lock:
-            found = self._pipelines.get(key)
+            pipelines = self._pipelines
+            found = pipelines.get(key)
             if found is None:
-                found = self._pipelines[key] = self._create_pipeline(key)
+                with self.explained(key.shader, "compiling the kernel"):
+                    found = pipelines[key] = self._create_pipeline(key)
+                while len(pipelines) > PIPELINE_CACHE_SIZE:
+                    pipelines.popitem(last=False)
+            else:
+                pipelines.move_to_end(key)
             return found
 
     def plan_limits(self, spec: OperatorSpec, input_type) -> PlanLimits:
@@ -153,10 +278,12 @@ class Device:
 
     def probe_pack_rounding(self) -> bool:
         """Whether pack2x16float rounds as NumPy does: the policy's answer, else probed once on the device."""
-        with self._lock:
-            if self._pack_rounds_to_nearest is None:
-                self._pack_rounds_to_nearest = _probe_pack_rounding(self.wgpu, self.wgpu_device)
-            return self._pack_rounds_to_nearest
+        if self._pack_rounds_to_nearest is None:
+            found = _probe_pack_rounding(self)  # two threads may both probe: the same answer
+            with self._lock:
+                if self._pack_rounds_to_nearest is None:
+                    self._pack_rounds_to_nearest = found
+        return self._pack_rounds_to_nearest
 
     def _create_pipeline(self, key: KernelKey):
         device, api = self.wgpu_device, self.wgpu
@@ -199,26 +326,32 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
 """
 
 
-def _probe_pack_rounding(api, device) -> bool:
+def _probe_pack_rounding(gpuops_device: Device) -> bool:
     """Whether the device's pack2x16float rounds float32 values between two float16 normals to the nearer, ties to
     the even one, as NumPy's conversion does. WGSL lets it round either way; float16 MODULUS_FLOOR rounds its
     results on their bits first where it does not (KernelKey.pack_rounds_to_nearest). The values come from a
     buffer, so that no compiler can fold the conversions."""
     values = _pack_probe_values()
     pairs = values.size // 2
-    usage = api.BufferUsage
-    source = device.create_buffer_with_data(data=values.tobytes(), usage=usage.STORAGE)
-    result = device.create_buffer(size=pairs * 4, usage=usage.STORAGE | usage.COPY_SRC)
-    module = device.create_shader_module(code=_PACK_PROBE_SHADER)
-    pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
-    bind_group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
-        {"binding": 0, "resource": {"buffer": source}}, {"binding": 1, "resource": {"buffer": result}}])
-    encoder = device.create_command_encoder()
-    record_pass(encoder, None, pipeline, bind_group, (-(-pairs // 64), 1, 1))
-    device.queue.submit([encoder.finish()])
-    got = np.frombuffer(device.queue.read_buffer(result), np.uint32)
-    source.destroy()
-    result.destroy()
+    usage = gpuops_device.wgpu.BufferUsage
+    device = gpuops_device.wgpu_device
+    what = "the pack2x16float rounding probe"
+    with gpuops_device._lock, gpuops_device.explained(what, "preparing"):
+        source = device.create_buffer_with_data(data=values.tobytes(), usage=usage.STORAGE)
+        result = device.create_buffer(size=pairs * 4, usage=usage.STORAGE | usage.COPY_SRC)
+        module = device.create_shader_module(code=_PACK_PROBE_SHADER)
+        pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+        bind_group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
+            {"binding": 0, "resource": {"buffer": source}}, {"binding": 1, "resource": {"buffer": result}}])
+        encoder = device.create_command_encoder()
+        record_pass(encoder, None, pipeline, bind_group, (-(-pairs // 64), 1, 1))
+    try:
+        gpuops_device.submit(encoder, what)
+        got = np.frombuffer(gpuops_device.read_buffer(result, what=what), np.uint32)
+    finally:
+        with gpuops_device._lock, contextlib.suppress(Exception):  # a lost device's buffers: nothing to free
+            source.destroy()
+            result.destroy()
     return bool(np.array_equal(got.view(np.uint16), values.astype(np.float16).view(np.uint16)))
 
 
@@ -254,31 +387,69 @@ class CompiledOperator:
         self.spec: OperatorSpec = spec_of(desc)
         self.tensor_fields: tuple[str, ...] = self.spec.tensor_fields
         self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
+        self._refused_as = f"DML_OPERATOR_{self.spec.name}"  # how binding refusals name the operator
 
     def bind(self, bindings: Mapping[str, Binding]) -> BindingTable:
         """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
         IDMLBindingTable); a refused binding raises here."""
-        return BindingTable(self, bindings, self._plan(bindings))
+        with self.device._lock:
+            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False))
 
     def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
         """Run once on the device's queue."""
-        with self.device._lock:
-            encoder = self.device.wgpu_device.create_command_encoder()
-            self.record(encoder, bindings)
-            self.device.submit(encoder, self.spec.name)
+        self._execute(bindings, cache=True)
+
+    def _execute_uncached(self, bindings: Mapping[str, Binding]) -> None:
+        """execute() without the device's plan cache: the dispatches (bind groups, uniform buffers) are made for
+        this one execution and dropped after it, and no cached plan is evicted. For bindings that will not be
+        executed again, such as the NumPy-level functions' own buffers."""
+        self._execute(bindings, cache=False)
+
+    def _execute(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool) -> None:
+        device = self.device
+        with device._lock:
+            if device._watch.lost is not None:
+                raise device.lost_error(self.spec.name, "executing")
+            dispatches = self._plan_locked(bindings, cache)
+            with device.explained(self.spec.name, "recording"):
+                encoder = device.wgpu_device.create_command_encoder()
+                compute_pass = encoder.begin_compute_pass()
+                _dispatch_all(compute_pass, dispatches)
+                compute_pass.end()
+            device.submit(encoder, self.spec.name, self._uses(bindings))
 
     def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding] | BindingTable,
                timestamp_writes: dict | None = None) -> None:
         """Record the work into a caller's command encoder (one compute pass); the caller submits it.
 
-        Everything is validated first: a refused binding records nothing. `timestamp_writes` is passed to the
+        Everything is validated first: a refused binding records nothing, and so does a buffer destroyed or
+        mapped now (keep it alive and unmapped until the caller's submit). `timestamp_writes` is passed to the
         compute pass as is (GPU timing)."""
-        dispatches = self._plan(bindings)
-        with self.device._lock, self.device.explained(self.spec.name, "recording"):
-            compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
-                                                         if timestamp_writes else {}))
-            _dispatch_all(compute_pass, dispatches)
-            compute_pass.end()
+        device = self.device
+        if not isinstance(encoder, device.wgpu.GPUCommandEncoder):
+            raise ValidationError(f"{self.spec.name}: record: encoder {shown(encoder)} ({type(encoder).__name__}) "
+                                  f"is not a GPUCommandEncoder of {device.wgpu.__name__}; make one with "
+                                  "device.wgpu_device.create_command_encoder()")
+        if getattr(encoder, "_device", device.wgpu_device) is not device.wgpu_device:
+            raise ValidationError(f"{self.spec.name}: record: encoder {shown(encoder)} belongs to another wgpu "
+                                  "device than this operator's gpuops.Device")
+        with device._lock:
+            if device._watch.lost is not None:
+                raise device.lost_error(self.spec.name, "recording")
+            dispatches = self._plan_locked(bindings)
+            device.check_uses(self._uses(bindings))
+            with device.explained(self.spec.name, "recording"):
+                compute_pass = encoder.begin_compute_pass(**({"timestamp_writes": timestamp_writes}
+                                                             if timestamp_writes else {}))
+                _dispatch_all(compute_pass, dispatches)
+                compute_pass.end()
+
+    def _uses(self, bindings: Mapping[str, Binding] | BindingTable) -> list[Use]:
+        """The buffers an execution with these (validated) bindings uses, for the checks before its submit."""
+        if type(bindings) is BindingTable:
+            bindings = bindings.bindings
+        operator = self._refused_as
+        return [(operator, name, bindings[name].buffer) for name in self.tensor_fields]
 
     def _plan(self, bindings: Mapping[str, Binding] | BindingTable) -> tuple[_Dispatch, ...]:
         """The dispatches for these bindings: built once, then reused from the device's bounded cache, so
@@ -286,38 +457,39 @@ class CompiledOperator:
         with self.device._lock:
             return self._plan_locked(bindings)
 
-    def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable) -> tuple[_Dispatch, ...]:
+    def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable,
+                     cache: bool = True) -> tuple[_Dispatch, ...]:
         """_plan for a caller that holds the device's lock (a batch records under it: one acquisition per
-        operation)."""
+        operation). `cache` False makes the dispatches without looking them up or keeping them."""
         if type(bindings) is BindingTable:
             if bindings.compiled is not self:
                 raise ValidationError(f"{self.spec.name}: this binding table was made by another compiled operator "
                                       f"({bindings.compiled.spec.name}); make one with this operator's bind()")
             return bindings._dispatches
-        key = self._plan_key(bindings)
-        plans = self.device._plans
-        if key is not None:
-            try:
+        plans = self.device._plan_cache
+        if cache:
+            key = self._plan_key(bindings)
+            if key is not None:
                 plan = plans.get(key)
-            except TypeError:  # an unhashable field in a Binding: validation says what is wrong
-                key = plan = None
-            if plan is not None:
-                plans.move_to_end(key)
-                return plan
+                if plan is not None:
+                    return plan
         validate_bindings(self.spec, self.desc, bindings, self.device)
+        # Watched before any bind group refers to them: a destroy from now on is seen before the next submit.
+        watches = [watch_buffer(bindings[name].buffer, self.device._watch) for name in self.tensor_fields]
         with self.device.explained(self.spec.name, "preparing the dispatch"):
             plan = self._make_plan(bindings)
-        if key is not None:
-            plans[key] = plan
-            while len(plans) > PLAN_CACHE_SIZE:
-                plans.popitem(last=False)
+        if cache and None not in watches:
+            key = self._plan_key(bindings)
+            if key is not None:
+                plans.put(key, plan, watches)
         return plan
 
     def _plan_key(self, bindings: Mapping[str, Binding]) -> tuple | None:
-        """The plan cache's key: this operator and each tensor's buffer, offset and size in the description's
-        order (what makes two Bindings equal, without a Python-level hash per Binding: a batch of small operations
-        looks one up per operation). None where `bindings` is not exactly one Binding per tensor name:
-        validation then says what is wrong."""
+        """The plan cache's key: this operator and each tensor's buffer (by its watch's serial number, which keeps
+        no reference to it), offset and size in the description's order (what makes two Bindings equal, without a
+        Python-level hash per Binding: a batch of small operations looks one up per operation). None where
+        `bindings` is not exactly one Binding per tensor name (validation then says what is wrong) or a buffer is
+        not watched yet (not bound before)."""
         fields = self.tensor_fields
         try:
             if len(bindings) != len(fields):
@@ -327,7 +499,10 @@ class CompiledOperator:
                 binding = bindings[name]
                 if type(binding) is not Binding:
                     return None
-                key += (binding.buffer, binding.offset, binding.size)
+                watch = buffer_watch(binding.buffer)
+                if watch is None:
+                    return None
+                key += (watch.key, binding.offset, binding.size)
         except (KeyError, TypeError):
             return None
         return tuple(key)
@@ -374,8 +549,77 @@ class CompiledOperator:
         return _Dispatch(pipeline, bind_group, plan.grid_size, uniform_buffer)
 
 
+class _PlanCache:
+    """The device's dispatch plans, least recently used dropped first (PLAN_CACHE_SIZE). A plan's key names its
+    buffers by their watch's serial number only, but its bind groups hold the buffers' memory: so a plan is
+    dropped as soon as one of its buffers is destroyed or collected (BufferWatch.forget).
+
+    Forgetting may happen at any moment in any thread (a buffer collected inside another cache operation): it
+    queues the buffer and purges only when it can take the cache's lock without waiting; whoever holds the lock
+    purges before releasing it."""
+
+    def __init__(self):
+        self.plans: OrderedDict[tuple, tuple[_Dispatch, ...]] = OrderedDict()
+        self._keys_of: dict[int, set[tuple]] = {}  # watch key -> the keys of the plans that bind that buffer
+        self._gone: deque[int] = deque()  # watch keys of buffers destroyed or collected, not purged yet
+        self._lock = threading.Lock()  # not reentrant on purpose: see forget
+
+    def __len__(self) -> int:
+        return len(self.plans)
+
+    def get(self, key: tuple) -> tuple[_Dispatch, ...] | None:
+        with self._lock:
+            try:
+                plan = self.plans.get(key)
+                if plan is not None:
+                    self.plans.move_to_end(key)
+            finally:
+                self._purge()
+        return plan
+
+    def put(self, key: tuple, plan: tuple[_Dispatch, ...], watches: list[BufferWatch]) -> None:
+        with self._lock:
+            try:
+                if any(watch.destroyed for watch in watches):  # destroyed while the plan was being made
+                    return
+                for watch in watches:
+                    watch.cached_in(self)
+                    self._keys_of.setdefault(watch.key, set()).add(key)
+                self.plans[key] = plan
+                while len(self.plans) > PLAN_CACHE_SIZE:
+                    self._unindex(self.plans.popitem(last=False)[0])
+            finally:
+                self._purge()
+
+    def forget(self, watch_key: int) -> None:
+        """Drop the plans that bind the buffer of this watch key (called when it is destroyed or collected)."""
+        self._gone.append(watch_key)
+        # A thread already in the cache (this one, through garbage collection, or another) purges on its way out.
+        if self._lock.acquire(blocking=False):
+            try:
+                self._purge()
+            finally:
+                self._lock.release()
+
+    def _purge(self) -> None:
+        gone = self._gone
+        while gone:
+            for key in self._keys_of.pop(gone.popleft(), ()):
+                if self.plans.pop(key, None) is not None:
+                    self._unindex(key)
+
+    def _unindex(self, key: tuple) -> None:
+        for watch_key in key[1::3]:  # (operator, watch key, offset, size, watch key, ...)
+            keys = self._keys_of.get(watch_key)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._keys_of[watch_key]
+
+
 class _Explained:
-    """Device.explained's context manager: a wgpu error inside becomes Device.refusal's DeviceError."""
+    """Device.explained's context manager: a wgpu error inside becomes Device.refusal's DeviceError, and a device
+    found lost (before or during the step) DeviceError saying so."""
 
     __slots__ = ("device", "operator", "step")
 
@@ -383,23 +627,35 @@ class _Explained:
         self.device, self.operator, self.step = device, operator, step
 
     def __enter__(self) -> None:
-        return None
+        if self.device._watch.lost is not None:
+            raise self.device.lost_error(self.operator, self.step)
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if isinstance(exc, self.device.wgpu.GPUError):
-            raise self.device.refusal(self.operator, self.step, exc) from exc
+        device = self.device
+        if exc is None:
+            if device._watch.lost is not None:  # lost meanwhile: what the step gave back cannot be trusted
+                raise device.lost_error(self.operator, self.step)
+            return
+        if not isinstance(exc, Exception) or isinstance(exc, GpuOpsError):
+            return
+        # wgpu's errors, and wgpu-py's own RuntimeErrors (a mapping that failed); anything else only where the
+        # device turns out lost (wgpu-py then fails in its own ways: a stopped or missing polling thread).
+        if isinstance(exc, (device.wgpu.GPUError, RuntimeError)) or device.is_lost():
+            raise device.refusal(self.operator, self.step, exc) from exc
 
 
 class Batch:
     """Executions recorded in order into one compute pass of one command encoder and submitted together, like a
     DirectML command list. WebGPU makes each dispatch see the storage writes of the dispatches before it, so an
     operation reading another's output sees it. Use as a context manager (submits on success, discards on an
-    exception) or call submit().
+    exception) or call submit(). Every buffer recorded is checked when recorded and again at submit (it may be
+    destroyed or mapped in between: the batch is then refused, and nothing of it runs).
     """
 
     def __init__(self, device: Device):
         self.device = device
-        with device._lock:
+        self._uses: dict[int, Use] = {}  # id(buffer) -> a use of it, checked again at submit
+        with device._lock, device.explained("a batch", "starting"):
             self.encoder = device.wgpu_device.create_command_encoder(label="gpuops batch")
             self._pass = self.encoder.begin_compute_pass()
         self._pipeline = None  # the pass's current pipeline
@@ -411,13 +667,24 @@ class Batch:
         lookup: the cheapest way to record the same operations again and again."""
         if self._done:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
+        if not isinstance(compiled, CompiledOperator):
+            raise ValidationError(f"Batch.record: compiled {shown(compiled)} ({type(compiled).__name__}) is not a "
+                                  "gpuops.CompiledOperator; make one with device.compile(desc)")
         if compiled.device is not self.device:
             raise ValidationError(f"{compiled.spec.name}: compiled on another gpuops.Device than this batch's")
         device = self.device
         # No context manager here (a try instead): a batch of many small operations spends most of its host time in
         # this method.
         with device._lock:
+            if device._watch.lost is not None:
+                raise device.lost_error(compiled.spec.name, "recording into a batch")
             dispatches = compiled._plan_locked(bindings)  # validated before anything is recorded
+            uses = self._uses
+            new = [use for use in compiled._uses(bindings) if id(use[2]) not in uses]
+            if new:
+                device.check_uses(new)
+                for use in new:
+                    uses[id(use[2])] = use
             try:
                 self._pipeline = _dispatch_all(self._pass, dispatches, self._pipeline)
             except device.wgpu.GPUError as exc:
@@ -428,9 +695,11 @@ class Batch:
         if self._done:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
         self._done = True
-        with self.device._lock:
+        what = f"a batch of {self.count} operations"
+        with self.device._lock, self.device.explained(what, "ending its pass"):
             self._pass.end()
-        self.device.submit(self.encoder, f"a batch of {self.count} operations")
+        uses, self._uses = self._uses, {}
+        self.device.submit(self.encoder, what, uses.values())
 
     def __enter__(self) -> Batch:
         return self
@@ -439,6 +708,21 @@ class Batch:
         if exc_type is None and not self._done:
             self.submit()
         self._done = True
+        self._uses = {}
+
+
+_default_device: Device | None = None
+_default_lock = threading.Lock()
+
+
+def default_device() -> Device:
+    """The device the NumPy-level functions use when none is given: created on first use, then reused, and
+    replaced by a new one once it is lost."""
+    global _default_device
+    with _default_lock:
+        if _default_device is None or _default_device.lost:
+            _default_device = Device()
+        return _default_device
 
 
 def record_pass(encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None, pipeline, bind_group,

@@ -42,3 +42,12 @@ def shown(value: object, limit: int = 80) -> str:
     except Exception:  # a caller's object whose repr fails must not replace the error being reported
         text = f"<{type(value).__name__} object>"
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def cause_of(exc: BaseException) -> str:
+    """wgpu's own words for an error, on one line: its type and every informative line of its message. wgpu's
+    first line is only the kind ("Validation Error"); the cause follows ("Caused by:", then e.g. "Buffer with
+    'x' label has been destroyed", "Not enough memory left", "Parent device is lost")."""
+    lines = [line.strip() for line in str(exc).splitlines()]
+    text = ": ".join(line for line in lines if line and line != "Caused by:")
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -144,7 +144,7 @@ def _output_addresses_distinct(tensor: TensorDesc) -> bool:
 def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device: object) -> None:
     """Refuse, before any GPU work, bindings DirectML would refuse (DML_BUFFER_BINDING rules) and in-place
     requests the operator does not allow. `device` is the gpuops Device the operator was compiled on."""
-    from .binding import Binding
+    from .binding import Binding, buffer_watch, described
     from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT
 
     op = f"DML_OPERATOR_{spec.name}"
@@ -170,6 +170,9 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
         buffer = binding.buffer
         if getattr(buffer, "_device", device.wgpu_device) is not device.wgpu_device:
             raise refuse(name, "the buffer belongs to another wgpu device than this gpuops.Device")
+        watch = buffer_watch(buffer)
+        if watch is not None and watch.destroyed:
+            raise refuse(name, f"{described(buffer)} was destroyed (buffer.destroy()); bind a live buffer")
         if not buffer.usage & device.wgpu.BufferUsage.STORAGE:
             raise refuse(name, f"the buffer's usage {int(buffer.usage)} lacks wgpu.BufferUsage.STORAGE")
         alignment = max(MINIMUM_BUFFER_TENSOR_ALIGNMENT, tensor.guaranteed_base_offset_alignment)

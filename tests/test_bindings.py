@@ -251,9 +251,19 @@ def small_limit_device(device):
     return device_with(device, binding_size_limit=256)
 
 
+def made_plans(monkeypatch) -> list:
+    """Every plan (a tuple of dispatches) made from now on, in order: a cached plan lives no longer than its
+    buffers, so tests look at the plans made rather than at the device's cache."""
+    plans = []
+    make = gpuops.CompiledOperator._make_plan
+    monkeypatch.setattr(gpuops.CompiledOperator, "_make_plan",
+                        lambda self, bindings: plans.append(make(self, bindings)) or plans[-1])
+    return plans
+
+
 @pytest.mark.parametrize("strided", [False, True], ids=["packed", "strided"])
 @pytest.mark.parametrize("case", [c for c, _ in op_cases()], ids=[i for _, i in op_cases()])
-def test_split_over_the_binding_limit(small_limit_device, case, strided):
+def test_split_over_the_binding_limit(small_limit_device, monkeypatch, case, strided):
     operator, mode, in_type, out_type = case
     rng = np.random.default_rng(5)
     sizes = (6, 50)
@@ -262,9 +272,9 @@ def test_split_over_the_binding_limit(small_limit_device, case, strided):
     if strided and operator in BINARY:
         strides["b_tensor"] = (0, 1)  # broadcast along the outer dimension
     desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
+    plans = made_plans(monkeypatch)
     run_and_check(small_limit_device, desc, rng, _values(rng), offsets={names[0]: 48})
-    dispatches = next(iter(small_limit_device._plans.values()))
-    assert len(dispatches) > 1
+    assert len(plans[0]) > 1
 
 
 def test_split_inside_a_row(small_limit_device):
@@ -274,14 +284,14 @@ def test_split_inside_a_row(small_limit_device):
     run_and_check(small_limit_device, desc, rng, _values(rng))
 
 
-def test_more_than_65535_workgroups(device):
+def test_more_than_65535_workgroups(device, monkeypatch):
     """Workgroups of one invocation, so a 1 MiB tensor needs 2^16 + 1 of them: a 2-D grid."""
     small_groups = device_with(device, workgroup_size=1, units_per_invocation=1)
     count = (2**16 + 1) * 4  # float32: 4 elements a unit
     x = np.random.default_rng(8).standard_normal(count).astype(np.float32)
+    plans = made_plans(monkeypatch)
     assert_same_bits(gpuops.sign(x, device=small_groups), np.sign(x))
-    dispatches = next(iter(small_groups._plans.values()))
-    assert dispatches[0].grid[1] > 1
+    assert plans[0][0].grid[1] > 1
 
 
 @given(st.integers(1, 2**32), st.integers(1, 65535))
@@ -449,9 +459,12 @@ def test_caches_are_bounded(device, monkeypatch):
     monkeypatch.setattr(gpuops.device, "COMPILED_CACHE_SIZE", 5)
     fresh = gpuops.Device(wgpu_device=device.wgpu_device)
     compiled = fresh.compile(make_desc(SIGN, None, DataType.UINT8, DataType.UINT8, (5,)))
-    for _ in range(30):
-        compiled.execute({"input_tensor": Binding(_buffer(device, 16)), "output_tensor": Binding(_buffer(device, 16))})
+    buffers = [(_buffer(device, 16), _buffer(device, 16)) for _ in range(30)]
+    for a, out in buffers:
+        compiled.execute({"input_tensor": Binding(a), "output_tensor": Binding(out)})
     assert len(fresh._plans) == 20
+    del a, out, buffers  # a plan lives no longer than its buffers
+    assert len(fresh._plans) == 0
     for n in range(1, 10):
         fresh.compile(make_desc(SIGN, None, DataType.UINT8, DataType.UINT8, (n,)))
     assert len(fresh._compiled) == 5

@@ -1,0 +1,394 @@
+"""Faults an embedded library must survive: buffers destroyed or mapped under gpuops' feet, a device lost while a
+call waits, memory and caches that must stay bounded, and wgpu's own words in every error.
+
+A case that could abort the process (wgpu-native panics on some submissions) or hang it runs in a fresh Python
+with a time limit, so that an abort or a hang fails the test instead of ending the test run."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+import wgpu
+
+import gpuops
+from gpuops import Binding, DataType, SignDesc, TensorDesc
+
+from .dml import USAGE, device_with
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT_SECONDS = 60
+
+# What every script starts with: a fresh Device on the adapter the tests run on (GPUOPS_ADAPTER passes through),
+# a sign operator over 16 float32 values and `refused`, which prints the error or fails the script.
+PRELUDE = """
+import faulthandler, threading, time
+import numpy as np, wgpu, gpuops
+from gpuops import Binding, DataType, SignDesc, TensorDesc
+faulthandler.dump_traceback_later({limit}, exit=True)  # a hang shows where it waits
+USAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+device = gpuops.Device()
+F32 = TensorDesc(DataType.FLOAT32, (16,))
+sign = device.compile(SignDesc(F32, F32))
+
+def buffer(size=64, **kwargs):
+    return device.wgpu_device.create_buffer(size=size, usage=USAGE, **kwargs)
+
+def filled(values):
+    return device.wgpu_device.create_buffer_with_data(data=np.asarray(values, np.float32), usage=USAGE)
+
+def floats(buffer):
+    return np.frombuffer(device.read_buffer(buffer), np.float32)
+
+def refused(call, error, *words):
+    try:
+        call()
+    except error as exc:
+        missing = [word for word in words if word not in str(exc)]
+        assert not missing, f"{{missing}} not in {{str(exc)!r}}"
+        print("refused:", exc)
+        return exc
+    raise AssertionError(f"not refused: {{call}}")
+"""
+
+
+def run_script(*parts: str) -> str:
+    """Run PRELUDE and `parts` (each dedented) in a fresh Python; its stdout. An abort, a hang or a failed assertion
+    fails the test."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    source = "\n".join([PRELUDE.format(limit=SCRIPT_SECONDS - 5), *map(textwrap.dedent, parts), 'print("done")\n'])
+    try:
+        done = subprocess.run([sys.executable, "-c", source], env=env, cwd=REPO, capture_output=True, text=True,
+                              timeout=SCRIPT_SECONDS)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"hung for {SCRIPT_SECONDS} s:\n{exc.stdout}\n{exc.stderr}")
+    assert done.returncode == 0, (f"exit status {done.returncode} (134 or -6: aborted):\n{done.stdout}\n"
+                                  f"{done.stderr[-4000:]}")
+    assert done.stdout.endswith("done\n"), done.stdout  # the whole script ran
+    return done.stdout
+
+
+# 1. Buffers that a submission must not use: each used to abort the process (a panic in wgpu-native's submit).
+
+ABORTS = {
+    "cached plan, input destroyed": """
+        x, out = filled(np.arange(-8, 8)), buffer()
+        bindings = {"input_tensor": Binding(x), "output_tensor": Binding(out)}
+        sign.execute(bindings)
+        x.destroy()
+        refused(lambda: sign.execute(bindings), gpuops.ValidationError, "DML_OPERATOR_ELEMENT_WISE_SIGN",
+                "bindings['input_tensor']", "destroyed")
+        assert len(device._plans) == 0  # the destroyed buffer's plan is gone
+        sign.execute({"input_tensor": Binding(out), "output_tensor": Binding(out)})  # the device still works
+        assert floats(out).tolist() == np.sign(np.arange(-8, 8)).tolist()
+    """,
+    "binding table, output destroyed": """
+        x, out = filled(np.ones(16)), buffer()
+        table = sign.bind({"input_tensor": Binding(x), "output_tensor": Binding(out)})
+        out.destroy()
+        refused(lambda: sign.execute(table), gpuops.ValidationError, "bindings['output_tensor']", "destroyed")
+        encoder = device.wgpu_device.create_command_encoder()
+        refused(lambda: sign.record(encoder, table), gpuops.ValidationError, "bindings['output_tensor']",
+                "destroyed")
+        with device.batch() as batch:
+            refused(lambda: batch.record(sign, table), gpuops.ValidationError, "destroyed")
+    """,
+    "batch, buffer destroyed between record and submit": """
+        x, out, other = filled(-np.ones(16)), filled(np.full(16, 7)), filled(np.full(16, -3))
+        batch = device.batch()
+        batch.record(sign, {"input_tensor": Binding(other), "output_tensor": Binding(other)})
+        batch.record(sign, {"input_tensor": Binding(x), "output_tensor": Binding(out)})
+        x.destroy()
+        refused(batch.submit, gpuops.ValidationError, "bindings['input_tensor']", "destroyed")
+        refused(batch.submit, gpuops.GpuOpsError, "already submitted")
+        assert floats(out).tolist() == [7] * 16 and floats(other).tolist() == [-3] * 16  # nothing of it ran
+    """,
+    "buffer mapped at creation, never unmapped": """
+        x, out = buffer(mapped_at_creation=True), buffer()
+        bindings = {"input_tensor": Binding(x), "output_tensor": Binding(out)}
+        refused(lambda: sign.execute(bindings), gpuops.ValidationError, "bindings['input_tensor']", "mapped")
+        refused(lambda: sign.execute(bindings), gpuops.ValidationError, "mapped")  # again, from the plan cache
+        x.unmap()
+        sign.execute(bindings)
+    """,
+}
+
+
+@pytest.mark.parametrize("case", list(ABORTS))
+def test_unusable_buffers_are_refused_before_anything_is_submitted(case):
+    assert "refused:" in run_script(ABORTS[case])
+
+
+# 2. A device lost while calls wait: every call ends, with DeviceError, and the default device is replaced.
+
+PAUSED_READ_BACK = """
+    # The first read-back stops just before or just after its mapping is requested (PAUSE), until the test has
+    # destroyed the device: a call waiting for its read-back when the device goes.
+    probe = device.wgpu_device.create_buffer(size=16, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+    buffer_class = type(probe)
+    waiting, destroyed = threading.Event(), threading.Event()
+    map_async = buffer_class.map_async
+
+    def pause():
+        if not waiting.is_set():
+            waiting.set()
+            destroyed.wait()
+
+    def paused_map_async(self, *args, **kwargs):
+        if PAUSE == "before mapping":
+            pause()
+        promise = map_async(self, *args, **kwargs)
+        if PAUSE == "after mapping":
+            pause()
+        if PAUSE == "destroyed by the waiting thread" and not waiting.is_set():
+            wgpu_device.destroy()
+            waiting.set()
+        return promise
+
+    results = {}
+
+    def call(name, function):
+        try:
+            results[name] = function()
+        except Exception as exc:
+            results[name] = exc
+
+    def lose_while_waiting(target, *others):
+        buffer_class.map_async = paused_map_async
+        threads = [threading.Thread(target=call, args=(name, f), daemon=True) for name, f in (target, *others)]
+        threads[0].start()
+        assert waiting.wait(20), "no read-back began"
+        for thread in threads[1:]:  # these wait for the first call's device lock
+            thread.start()
+        time.sleep(0.2)
+        started = time.monotonic()
+        wgpu_device.destroy()
+        assert time.monotonic() - started < 5, "destroy waited for the calls"
+        destroyed.set()
+        for thread in threads:
+            thread.join(20)
+        assert not any(thread.is_alive() for thread in threads), "a call never returned"
+        buffer_class.map_async = map_async
+        for name, result in results.items():
+            assert isinstance(result, gpuops.DeviceError) and "was lost" in str(result), (name, result)
+            print(name, "refused:", result)
+"""
+
+
+@pytest.mark.parametrize("pause", ["before mapping", "after mapping", "destroyed by the waiting thread"])
+def test_numpy_level_calls_end_when_the_device_is_lost_while_one_waits(pause):
+    run_script(f"PAUSE = {pause!r}", PAUSED_READ_BACK, """
+        default = gpuops.default_device()
+        wgpu_device = default.wgpu_device
+        x, y = np.arange(1 << 18, dtype=np.int64) * 7919, np.full(1 << 18, 13, np.int64)
+        gpuops.modulus_floor(x[:8], y[:8])  # compiled before the read-back pauses
+        lose_while_waiting(("waiting", lambda: gpuops.modulus_floor(x, y)),
+                           ("blocked", lambda: gpuops.sign(x, device=default)),
+                           ("blocked too", lambda: gpuops.modulus_truncate(x, y, device=default)))
+        assert default.lost and default.is_lost()
+        replacement = gpuops.default_device()
+        assert replacement is not default and not replacement.lost
+        assert gpuops.modulus_floor(x[:8], y[:8]).tolist() == np.remainder(x[:8], y[:8]).tolist()
+    """)
+
+
+@pytest.mark.parametrize("pause", ["before mapping", "after mapping"])
+def test_read_back_ends_when_the_device_is_lost_while_it_waits(pause):
+    run_script(f"PAUSE = {pause!r}", PAUSED_READ_BACK, """
+        wgpu_device = device.wgpu_device
+        x, out = filled(np.arange(16)), buffer()
+        bindings = {"input_tensor": Binding(x), "output_tensor": Binding(out)}
+        sign.execute(bindings)
+        lose_while_waiting(("read_buffer", lambda: device.read_buffer(out)), ("execute", lambda: sign.execute(bindings)))
+        refused(device.batch, gpuops.DeviceError, "was lost")
+        refused(lambda: device.compile(SignDesc(F32, F32)).bind(bindings), gpuops.DeviceError, "was lost")
+    """)
+
+
+class _NeverResolved:
+    """A mapping that never completes: what a wait sees on a device that stopped answering."""
+
+    _thread_event = threading.Event()
+
+    def sync_wait(self):
+        raise AssertionError("waited without a bound")
+
+
+def test_waits_are_bounded_and_hold_no_lock(device, monkeypatch):
+    fresh = device_with(device)
+    fresh.wait_timeout = 0.5
+    out = device.wgpu_device.create_buffer(size=64, usage=USAGE)
+    staging_class = type(device.wgpu_device.create_buffer(size=16, usage=wgpu.BufferUsage.MAP_READ
+                                                          | wgpu.BufferUsage.COPY_DST))
+    mapping = threading.Event()
+    monkeypatch.setattr(staging_class, "map_async", lambda self, *args, **kwargs: mapping.set() or _NeverResolved())
+    outcome = []
+
+    def read() -> None:
+        with pytest.raises(gpuops.DeviceError) as refused:
+            fresh.read_buffer(out)
+        outcome.append(refused)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert mapping.wait(10)
+    monkeypatch.undo()
+    got_lock = fresh._lock.acquire(timeout=5)  # while the read-back waits
+    if got_lock:
+        fresh._lock.release()
+    reader.join(10)
+    assert got_lock and not reader.is_alive() and outcome
+    outcome[0].match(r"Device.read_buffer: waiting for the read-back: the WebGPU device .* did not finish in 0.5 "
+                     r"seconds \(Device.wait_timeout\)")
+
+
+# 3. Plans refer to the caller's buffers without keeping them: memory stays flat over many fresh buffers.
+
+def test_plans_do_not_keep_dropped_buffers_memory():
+    out = run_script("""
+        import os
+        count = 1 << 20  # 4 MiB of float32 in each buffer, every byte touched by the kernel
+        big = TensorDesc(DataType.FLOAT32, (count,))
+        big_sign = device.compile(SignDesc(big, big))
+        marker = filled(np.zeros(4))
+
+        def rss():
+            with open("/proc/self/statm") as statm:
+                return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+        def one_call():  # fresh buffers, executed once, then dropped without destroy()
+            x, out = buffer(4 * count), buffer(4 * count)
+            big_sign.execute({"input_tensor": Binding(x), "output_tensor": Binding(out)})
+
+        for _ in range(20):
+            one_call()
+        device.wgpu_device.queue.read_buffer(marker)  # the work submitted so far has run
+        before = rss()
+        for _ in range(100):
+            one_call()
+        device.wgpu_device.queue.read_buffer(marker)
+        grown = rss() - before
+        print("grown", grown >> 20, "MiB over 100 calls")
+        assert grown < 96 << 20, f"{grown >> 20} MiB more after 100 calls of 8 MiB each"
+        assert len(device._plans) == 0
+    """)
+    assert "grown" in out
+
+
+def test_dead_plans_are_dropped(device):
+    fresh = device_with(device)
+    sign = fresh.compile(SignDesc(TensorDesc(DataType.FLOAT32, (4,)), TensorDesc(DataType.FLOAT32, (4,))))
+    kept, destroyed, dropped = (device.wgpu_device.create_buffer(size=16, usage=USAGE) for _ in range(3))
+    for buffer in (kept, destroyed, dropped):
+        sign.execute({"input_tensor": Binding(buffer), "output_tensor": Binding(buffer)})
+    assert len(fresh._plans) == 3
+    destroyed.destroy()
+    collected = weakref.ref(dropped)
+    del dropped, buffer
+    gc.collect()
+    assert collected() is None and len(fresh._plans) == 1
+    assert all(kept not in key for key in fresh._plans)  # keys hold no buffer
+
+
+# 4. The pipeline cache is bounded; what it evicts is freed unless something still uses it.
+
+def test_pipeline_cache_is_bounded(device, monkeypatch):
+    monkeypatch.setattr(gpuops.device, "PIPELINE_CACHE_SIZE", 3)
+    fresh = device_with(device)
+    f32 = TensorDesc(DataType.FLOAT32, (4,))
+    x = device.wgpu_device.create_buffer_with_data(data=np.float32([-2, 0, 3, -0.5]), usage=USAGE)
+    out = device.wgpu_device.create_buffer(size=16, usage=USAGE)
+    table = fresh.compile(SignDesc(f32, f32)).bind({"input_tensor": Binding(x), "output_tensor": Binding(out)})
+    (table_pipeline,) = {id(pipeline) for pipeline, _ in fresh._pipelines.values()}
+    made = []
+    for dtype in (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.float16, np.uint32):
+        gpuops.sign(np.arange(-3, 3).astype(dtype), device=fresh)
+        made += [weakref.ref(pipeline) for pipeline, _ in fresh._pipelines.values()]
+        assert len(fresh._pipelines) <= 3
+    gc.collect()
+    cached = {id(pipeline) for pipeline, _ in fresh._pipelines.values()}
+    alive = {id(ref()) for ref in made if ref() is not None}
+    assert table_pipeline not in cached and alive <= cached | {table_pipeline}
+    fresh.compile(SignDesc(f32, f32)).execute(table)  # its own reference to the evicted pipeline
+    assert np.frombuffer(device.read_buffer(out), np.float32).tolist() == [-1, 0, 1, -1]
+
+
+# 5. One-shot executions leave the plan cache alone.
+
+def test_uncached_execution_keeps_the_plan_cache(device, monkeypatch):
+    monkeypatch.setattr(gpuops.device, "PLAN_CACHE_SIZE", 3)
+    fresh = device_with(device)
+    f32 = TensorDesc(DataType.FLOAT32, (4,))
+    sign = fresh.compile(SignDesc(f32, f32))
+    kept = [device.wgpu_device.create_buffer(size=16, usage=USAGE) for _ in range(3)]
+    for buffer in kept:
+        sign.execute({"input_tensor": Binding(buffer), "output_tensor": Binding(buffer)})
+    keys = list(fresh._plans)
+    for n in range(6):
+        x = device.wgpu_device.create_buffer_with_data(data=np.float32([n, -n, 0, -1]), usage=USAGE)
+        out = device.wgpu_device.create_buffer(size=16, usage=USAGE)
+        sign._execute_uncached({"input_tensor": Binding(x), "output_tensor": Binding(out)})
+        assert np.frombuffer(fresh.read_buffer(out), np.float32).tolist() == [min(n, 1), -min(n, 1), 0, -1]
+        assert list(fresh._plans) == keys
+
+
+# 6. DeviceError carries wgpu's own cause, not only its first line.
+
+def test_device_errors_carry_wgpus_cause(device):
+    sign = device.compile(SignDesc(TensorDesc(DataType.FLOAT32, (4,)), TensorDesc(DataType.FLOAT32, (4,))))
+    gone = device.wgpu_device.create_buffer(size=16, usage=USAGE)
+    type(gone).destroy(gone)  # destroyed where gpuops cannot see it: wgpu refuses the bind group
+    out = device.wgpu_device.create_buffer(size=16, usage=USAGE)
+    with pytest.raises(gpuops.DeviceError) as refused:
+        sign.execute({"input_tensor": Binding(gone), "output_tensor": Binding(out)})
+    text = str(refused.value)
+    assert "ELEMENT_WISE_SIGN" in text and "preparing the dispatch" in text and "has been destroyed" in text, text
+
+
+# 7. Device loss and wrong arguments: gpuops errors only.
+
+def test_a_loss_gpuops_did_not_see_gives_device_errors():
+    run_script("""
+        default = gpuops.default_device()
+        x = np.float32([1, -2])
+        gpuops.sign(x)
+        lost = default.wgpu_device
+        type(lost).destroy(lost)  # lost behind gpuops' back, as a driver reset would
+        refused(lambda: gpuops.sign(x), gpuops.DeviceError, "ELEMENT_WISE_SIGN", "was lost", "Parent device is lost")
+        assert default.lost
+        assert gpuops.default_device() is not default and gpuops.sign(x).tolist() == [1, -1]
+
+        out = buffer()
+        sign.execute({"input_tensor": Binding(out), "output_tensor": Binding(out)})
+        type(device.wgpu_device).destroy(device.wgpu_device)
+        refused(lambda: sign.execute({"input_tensor": Binding(out), "output_tensor": Binding(out)}),
+                gpuops.DeviceError, "ELEMENT_WISE_SIGN", "was lost")
+        refused(lambda: device.read_buffer(out), gpuops.DeviceError, "was lost")
+        refused(lambda: gpuops.sign(x, device=device), gpuops.DeviceError, "was lost")
+    """)
+
+
+def test_wrong_operators_and_encoders_are_refused(device):
+    f32 = TensorDesc(DataType.FLOAT32, (4,))
+    sign = device.compile(SignDesc(f32, f32))
+    buffer = device.wgpu_device.create_buffer(size=16, usage=USAGE)
+    bindings = {"input_tensor": Binding(buffer), "output_tensor": Binding(buffer)}
+    with device.batch() as batch:
+        with pytest.raises(gpuops.ValidationError, match=r"Batch.record: compiled None \(NoneType\) is not a "
+                                                         r"gpuops.CompiledOperator"):
+            batch.record(None, bindings)
+        batch.record(sign, bindings)
+    with pytest.raises(gpuops.ValidationError, match=r"ELEMENT_WISE_SIGN: record: encoder None \(NoneType\) is not "
+                                                     "a GPUCommandEncoder"):
+        sign.record(None, bindings)
+    other = gpuops.Device()
+    with pytest.raises(gpuops.ValidationError, match="belongs to another wgpu device"):
+        sign.record(other.wgpu_device.create_command_encoder(), bindings)
