@@ -1,11 +1,14 @@
 """Device arrays (gpuops.asarray, DeviceArray.from_buffer) through the NumPy-level functions, the device's buffer
-pool and thread safety."""
+pool, thread safety, and the NumPy-level benchmark script at tiny sizes."""
 
 from __future__ import annotations
 
 import gc
+import importlib.util
+import json
 import random
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -441,3 +444,24 @@ def test_threads(device):
     for thread in threads:
         thread.join()
     assert failures == []
+
+
+def test_benchmark_script_runs_at_tiny_sizes(tmp_path):
+    script = Path(__file__).resolve().parent.parent / "bench" / "numpy_level.py"
+    spec = importlib.util.spec_from_file_location("bench_numpy_level", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # no argument parsing at import
+    path = tmp_path / "numpy_level.json"
+    document = module.main(["--sizes", "256", "2^10", "--iterations", "2", "--warmup", "1", "--skip-calibration",
+                            "--all-types", "--types-size", "64", "--json", str(path)])
+    assert json.loads(path.read_text()) == json.loads(json.dumps(document))
+    assert document["schema"] == "gpuops-numpy-level/1"
+    calls = [c for c in document["cases"] if "floor" in c]
+    chains = [c for c in document["cases"] if "chain" in c]
+    assert len(calls) == 2 * 2 + 2 * len(TYPES) and len(chains) == 2
+    for case in calls + chains:
+        assert case["exact"], case
+    for case in calls:
+        assert case["ratios"]["gpuops"] > 0 and case["floor"]["median_ns"] > 0
+        assert case["floor"]["median_ns"] == min(case["floor_write"]["median_ns"], case["floor_mapped"]["median_ns"])
+    assert module.parse_size("2^22") == module.parse_size("2**22") == 1 << 22
