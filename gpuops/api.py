@@ -303,6 +303,7 @@ class _CallPlan:
     starts: tuple[int | None, ...]
     spans: tuple[int | None, ...]
     out_size: int
+    out_packed: bool  # the output is in C order (its read-back needs no strided view)
 
 
 def _plan_key(spec: OperatorSpec, level: FeatureLevel, arrays: list, shape: tuple[int, ...], data_type: DataType,
@@ -358,7 +359,8 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     if largest > device.max_buffer_size:
         raise DeviceError(f"{where}: a buffer of {largest} bytes is needed; the adapter {device.adapter_name} holds "
                           f"at most {device.max_buffer_size} bytes in one buffer")
-    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), out_size)
+    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), out_size,
+                     tuple(out_strides) == packed_strides(work_shape))
     return plan, {index: views[index] for index in copied}
 
 
@@ -412,15 +414,18 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
             if to_device:
                 device.submit(encoder, spec.name)
                 return result
-        target = _host_target(out, shape, plan.out_strides, plan.flips, output_type)
+        target = _host_target(out, shape, plan, output_type)
         work_shape = shape or (1,)
         count = math.prod(work_shape)
         byte_strides = tuple(s * output_type.size for s in plan.out_strides)
-        flips = plan.flips
+        flips, packed = plan.flips, plan.out_packed
 
         def fill(mapped: memoryview) -> None:
             elements = np.frombuffer(mapped, output_type.numpy_dtype, count)
-            got = np.lib.stride_tricks.as_strided(elements, work_shape, byte_strides, writeable=False)
+            if packed:
+                got = elements.reshape(work_shape)
+            else:
+                got = np.lib.stride_tricks.as_strided(elements, work_shape, byte_strides, writeable=False)
             np.copyto(target, np.flip(got, flips).reshape(shape) if flips else got.reshape(shape))
 
         read_back(device, pool, encoder, bindings[spec.output].buffer, 0, plan.out_size, fill, spec.name,
@@ -472,13 +477,14 @@ def _layout_stand_in(array: DeviceArray) -> np.ndarray:
                                            tuple(s * itemsize for s in array.strides), writeable=False)
 
 
-def _host_target(out, shape: tuple[int, ...], out_strides: tuple[int, ...], flips: tuple[int, ...],
-                 output_type: DataType) -> np.ndarray:
+def _host_target(out, shape: tuple[int, ...], plan: _CallPlan, output_type: DataType) -> np.ndarray:
     """Where the read-back lands: out (a predicate's bool out as its bytes), or a new array laid out as the output
     buffer (packed in the inputs' memory order: the copy is then one linear pass)."""
     if out is not None:
         return out.view(np.uint8) if out.dtype == np.bool_ else out
-    target = empty_in_order(shape or (1,), out_strides, output_type.numpy_dtype)
-    if flips:
-        target = np.flip(target, flips)
+    if plan.out_packed and not plan.flips:
+        return np.empty(shape, output_type.numpy_dtype)
+    target = empty_in_order(shape or (1,), plan.out_strides, output_type.numpy_dtype)
+    if plan.flips:
+        target = np.flip(target, plan.flips)
     return target.reshape(shape)

@@ -232,6 +232,28 @@ def _drop(pool: BufferPool, buffer) -> None:
         pool._destroy(buffer)
 
 
+_skip_flush = True  # whether this wgpu-py maps for reading without its flush (see map_for_reading)
+
+
+def map_for_reading(device: Device, buffer, size: int) -> None:
+    """Map the first `size` bytes of a MAP_READ buffer whose copy has just been submitted, and wait for them.
+
+    On wgpu-native, wgpu-py's map_sync for reading first submits an empty command buffer (its workaround for a
+    buffer mapped before any submission: gpuops always submits the copy first), which costs as much as a small
+    call's own submission. wgpu-py's queue.read_buffer maps without it through the mode "READ_NOSYNC"; gpuops
+    does the same, and falls back to map_sync where a wgpu-py does not know that mode."""
+    global _skip_flush
+    if _skip_flush and device.backend == "wgpu-native":
+        try:
+            buffer.map_async("READ_NOSYNC", 0, size).sync_wait()
+            return
+        except ValueError as exc:  # refused before anything is mapped
+            if "READ_NOSYNC" not in str(exc):
+                raise
+            _skip_flush = False
+    buffer.map_sync(device.wgpu.MapMode.READ, 0, size)
+
+
 def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
               what: str = "gpuops", done: list | None = None) -> None:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
@@ -239,14 +261,13 @@ def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, si
     the one copy into host memory. `fill` runs without the device's lock (other threads may submit meanwhile) and
     must not keep the memoryview: it is released when the buffer is unmapped. The staging buffer is given back to
     the pool after, or appended to `done` for the caller to give back with its other buffers."""
-    api = device.wgpu
     size = -(-size // 4) * 4
     with device._lock, device.explained(what, "reading a result back"):
         staging = pool.acquire(device, STAGING, size)
         try:
             encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
             device.wgpu_device.queue.submit([encoder.finish()])
-            staging.map_sync(api.MapMode.READ, 0, size)
+            map_for_reading(device, staging, size)
             mapped = staging.read_mapped(0, size, copy=False)
         except BaseException:
             _drop(pool, staging)

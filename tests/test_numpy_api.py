@@ -452,3 +452,23 @@ def test_host_calls_reuse_pooled_buffers(device):
             assert gpuops.sign(x, out=out, device=fresh) is out
             assert_identical(out, numpy_sign(x))
     assert pool.pool_of(fresh).stats().created == made
+
+
+def test_read_back_maps_with_the_public_call_where_wgpu_py_lacks_its_shortcut(device, monkeypatch):
+    x = specials("float16")
+    modes = []
+    buffer_type = type(device.placeholder("read"))
+    map_async = buffer_type.map_async
+
+    def old_wgpu_py(buffer, mode, *args, **kwargs):
+        modes.append(mode)
+        if mode == "READ_NOSYNC":
+            raise ValueError("Invalid flag value for MapMode: 'READ_NOSYNC'")
+        return map_async(buffer, mode, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "_skip_flush", True)
+    monkeypatch.setattr(buffer_type, "map_async", old_wgpu_py)
+    assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
+    assert_identical(gpuops.is_nan(x, device=device), np.isnan(x))
+    wanted = ["READ_NOSYNC"] if device.backend == "wgpu-native" else []
+    assert modes == wanted + [device.wgpu.MapMode.READ] * 2 and pool._skip_flush is (not wanted)
