@@ -2,6 +2,7 @@
 
 from .api import default_device, is_infinity, is_nan, modulus_floor, modulus_truncate, sign
 from . import backends
+from .arrays import DeviceArray, asarray
 from .device import Batch, Binding, BindingTable, CompiledOperator, Device
 from .plan import DispatchPolicy
 from .enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
@@ -13,7 +14,8 @@ from .validation import validate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceError",
+    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceArray",
+    "DeviceError", "asarray",
     "DispatchPolicy",
     "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",
     "IsInfinityDesc", "IsInfinityMode", "IsNanDesc", "ModulusFloorDesc", "ModulusTruncateDesc", "SignDesc",

@@ -13,6 +13,20 @@ memory span is more than twice its elements' bytes plus 64 KiB (GATHER_SLACK_BYT
 into a packed copy of just its elements (keeping its axis order), so that its cost follows its element count
 rather than the span (M[:, 0] of a large matrix, x[::1000]). Up to that threshold uploading the span costs at most
 about twice the packed bytes and saves the host copy, and small arrays are dominated by fixed costs anyway.
+
+A call is one submission: the host inputs' bytes go into pooled device buffers (gpuops/pool.py), the kernels run,
+the output is copied into a pooled staging buffer, which is mapped and copied once into the result (or straight
+into out=). What a layout decides (the compiled operator, the output's strides) is kept per device for the next
+call of the same layout, and the binding tables of pooled buffers are kept too, so a repeated call allocates
+nothing on the device.
+
+Device arrays (gpuops.DeviceArray, gpuops/arrays.py) stay on the GPU: given one (or a device array as out=), a
+function returns a device array and reads nothing back, so chained calls move no data to the host. Host arrays and
+Python scalars beside them are converted as above and uploaded. The type rules are the same, with one refusal more:
+NumPy converts an operand whose dtype is not the computation's (int16 % float32 computes in float32), and gpuops
+does that on the host for host arrays but never on the GPU: such a device array is refused with a ValidationError
+(pass it in the computation's dtype). A 0-d result is a 0-d device array, and a predicate's result a bool device
+array (one byte per element, 0 or 1). All device arrays of a call must be on one Device (device= too, if given).
 """
 
 from __future__ import annotations
@@ -20,22 +34,27 @@ from __future__ import annotations
 import ctypes
 import math
 import operator
+from dataclasses import dataclass
 
 import numpy as np
 
-from .device import Binding, Device, default_device
+from .arrays import DeviceArray, empty_in_order, host_bytes
+from .device import Binding, CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
 from .layout import coalesce
 from .numpy_types import refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
+from .pool import STORAGE, pool_of, read_back, upload
 from .support import support_row
-from .tensor import TensorDesc
+from .tensor import TensorDesc, packed_strides
 
+MAX_CALL_PLANS = 1024  # layouts whose plan a device keeps (LRU): a plan holds a compiled operator and a few tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
 
-# What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=).
-Result = np.ndarray | np.generic
+# What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=);
+# a DeviceArray where an operand or out is one.
+Result = np.ndarray | np.generic | DeviceArray
 
 def sign(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """-1, 0 or 1 in x's dtype (NaN and -0 give +0), with np.sign's types."""
@@ -112,10 +131,23 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
     if device is not None and not isinstance(device, Device):
         raise TypeError(f"{where}: device {device!r} is a {type(device).__name__}, not a gpuops.Device; pass a "
                         "gpuops.Device, or None for the default device")
+    on_device = any(type(v) is DeviceArray for v in values)
+    if on_device or type(out) is DeviceArray:
+        device = _common_device(where, names, values, out, device)
     level = _feature_level(where, feature_level, device)
-    operands = resolve(where, spec.numpy_name, names, values, support_row(spec.name, level), spec.inputs[0],
+    stand_ins = tuple(_type_stand_in(where, n, v) for n, v in zip(names, values))
+    operands = resolve(where, spec.numpy_name, names, stand_ins, support_row(spec.name, level), spec.inputs[0],
                        level.label)
-    arrays = operands.arrays
+    arrays: list[np.ndarray | DeviceArray] = []
+    for name, value, converted in zip(names, values, operands.arrays):
+        if type(value) is DeviceArray:
+            if value.dtype != operands.compute:
+                raise ValidationError(f"{where}: {name} is a device array of {value.dtype} and NumPy computes in "
+                                      f"{operands.compute} here; gpuops does not convert device arrays on the GPU: "
+                                      f"pass {name} in {operands.compute} (or as a host array, converted on the host)")
+            arrays.append(value)
+        else:
+            arrays.append(converted)
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:
@@ -123,58 +155,99 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
         raise ValidationError(f"{where}: shapes {shapes} cannot be broadcast together") from None
     if out is not None:
         _check_out(where, out, shape, operands.result, predicate)
+    to_device = type(out) is DeviceArray or (out is None and on_device)
     if math.prod(shape) == 0:
-        result = np.empty(shape, operands.result)
-    else:
-        device = device if device is not None else default_device()
-        data_type = DataType.from_numpy(operands.compute)
-        output_type = DataType.UINT8 if predicate else data_type
-        gathered: dict[int, np.ndarray] = {}
-        for a in arrays:  # the same array given twice is gathered (and uploaded) once
-            if id(a) not in gathered:
-                gathered[id(a)] = a.copy(order="K") if gathers(a) else a
-        result = _execute(spec, device, level, [gathered[id(a)] for a in arrays], shape, data_type, output_type,
-                          extra)
-        if predicate:
-            result = result.view(np.bool_)  # DirectML's UINT8 holds exactly 0 and 1
+        if out is not None:
+            return out
+        if to_device:
+            return _empty_device_array(device, shape, operands.result)
+        return np.empty(shape, operands.result)
+    device = device if device is not None else default_device()
+    data_type = DataType.from_numpy(operands.compute)
+    output_type = DataType.UINT8 if predicate else data_type
+    gathered: dict[int, np.ndarray | DeviceArray] = {}
+    for a in arrays:  # the same array given twice is gathered (and uploaded) once
+        if id(a) not in gathered:
+            gathered[id(a)] = a.copy(order="K") if type(a) is not DeviceArray and gathers(a) else a
+    result = _execute(spec, device, level, [gathered[id(a)] for a in arrays], shape, data_type, output_type,
+                      extra, out, to_device, operands.result)
     if out is not None:
-        np.copyto(out, result.view(out.dtype))  # for predicates out may be uint8: the same bytes
         return out
-    return result[()] if result.ndim == 0 else result  # a NumPy scalar for 0-d, as ufuncs give
+    return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
+
+
+def _common_device(where: str, names: tuple[str, ...], values: tuple, out, device: Device | None) -> Device:
+    """The one Device every device array of the call (out included) is on, and device= if given."""
+    found = [(n, v.device) for n, v in zip(names, values) if type(v) is DeviceArray]
+    if type(out) is DeviceArray:
+        found.append(("out", out.device))
+    if device is not None:
+        found.insert(0, ("device=", device))
+    first_name, first = found[0]
+    for name, other in found[1:]:
+        if other is not first:
+            raise ValidationError(f"{where}: {name} is on another gpuops.Device than {first_name} "
+                                  f"({other.adapter_name!r}, {first.adapter_name!r}); gpuops does not move device "
+                                  "arrays between devices")
+    return first
+
+
+def _type_stand_in(where: str, name: str, value):
+    """For NumPy's type rules, a device array counts as an array of its dtype (its data stays on the device)."""
+    if type(value) is not DeviceArray:
+        return value
+    if value.dtype == np.bool_:
+        raise ValidationError(f"{where}: {name} is a bool device array; DirectML has no boolean tensors and gpuops "
+                              f"does not pick a number type for it; upload {name} as a number type (for instance "
+                              f"gpuops.asarray(host.astype(np.int8)))")
+    return np.empty(0, value.dtype)
+
+
+def _empty_device_array(device: Device, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
+    pool = pool_of(device)
+    with device._lock:
+        buffer = pool.acquire(device, STORAGE, 16)
+    return DeviceArray._wrap(device, buffer, dtype, shape, packed_strides(shape), 0, pool)
 
 
 def _check_out(where: str, out, shape: tuple[int, ...], dtype: np.dtype, predicate: bool) -> None:
-    if not isinstance(out, np.ndarray):
-        raise ValidationError(f"{where}: out is {type(out).__name__}, not a numpy.ndarray")
-    refuse_subclass(where, "out", out)
+    on_device = type(out) is DeviceArray
+    if not on_device:
+        if not isinstance(out, np.ndarray):
+            raise ValidationError(f"{where}: out is {type(out).__name__}, not a numpy.ndarray or a "
+                                  "gpuops.DeviceArray")
+        refuse_subclass(where, "out", out)
     allowed = (dtype, np.dtype(np.uint8)) if predicate else (dtype,)
     if out.dtype not in allowed or out.shape != shape:
         wanted = " or ".join(str(d) for d in allowed)
         raise ValidationError(f"{where}: out has dtype {out.dtype} and shape {out.shape}; "
                               f"the result has dtype {wanted} and shape {shape}")
-    if not out.flags.writeable:
+    if not on_device and not out.flags.writeable:
         raise ValidationError(f"{where}: out is read-only")
 
 
-def _positive_strides(views: list[np.ndarray]) -> tuple[list[np.ndarray], tuple[int, ...]]:
+def _positive_strides(views: list[np.ndarray], allow_flips: bool = True
+                      ) -> tuple[list[np.ndarray], tuple[int, ...], tuple[int, ...]]:
     """Walk dimensions that the inputs step through backwards in reverse instead (DirectML strides are unsigned).
 
-    Returns the views and the flipped axes. An input whose direction disagrees with the others along an axis,
-    or whose byte strides are not whole elements, is copied (a documented fallback for such views only).
+    Returns the views, the flipped axes and the positions of the copied views. An input whose direction disagrees
+    with the others along an axis, or whose byte strides are not whole elements, is copied (a documented fallback
+    for such views only), as is every input that steps backwards when `allow_flips` is False.
     """
     ndim = views[0].ndim
     flips = []
-    for axis in range(ndim):
+    for axis in range(ndim if allow_flips else 0):
         signs = {np.sign(v.strides[axis]) for v in views if v.strides[axis] != 0}
         if signs == {-1}:
             flips.append(axis)
     views = [np.flip(v, flips) if flips else v for v in views]
-    fixed = []
-    for v in views:
+    fixed, copied = [], []
+    for index, v in enumerate(views):
         if any(s < 0 or s % v.itemsize for s in v.strides):
             v = np.ascontiguousarray(v)
+            copied.append(index)
         fixed.append(v)
-    return fixed, tuple(flips)
+    return fixed, tuple(flips), tuple(copied)
 
 
 def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -204,25 +277,52 @@ def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[in
     return tuple(strides)
 
 
-def _host_bytes(view: np.ndarray) -> np.ndarray:
-    """The bytes from a view's first element to its last, as they lie in memory (strides all >= 0)."""
-    span = sum((n - 1) * s for n, s in zip(view.shape, view.strides)) + view.itemsize
-    pointer = view.__array_interface__["data"][0]
-    return np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(pointer))
+@dataclass(frozen=True)
+class _CallPlan:
+    """What a call's layout decides, kept per device (pool.call_plans) for the calls of the same layout: the
+    compiled operator, the output's element strides over the work shape and the flipped axes, and per input where
+    its uploaded bytes start from its data pointer and how many there are (None for a device array)."""
+
+    compiled: CompiledOperator
+    out_strides: tuple[int, ...]
+    flips: tuple[int, ...]
+    starts: tuple[int | None, ...]
+    spans: tuple[int | None, ...]
+    out_size: int
+    out_packed: bool  # the output is in C order (its read-back needs no strided view)
 
 
-def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: list[np.ndarray],
-             shape: tuple[int, ...], data_type: DataType, output_type: DataType, extra: dict) -> np.ndarray:
+def _plan_key(spec: OperatorSpec, level: FeatureLevel, arrays: list, shape: tuple[int, ...], data_type: DataType,
+              extra: dict, out, to_device: bool) -> tuple:
+    """Everything _make_plan depends on (the arrays' layouts, not their data)."""
+    layouts = tuple((type(a) is DeviceArray, a.shape, a.strides) for a in arrays)
+    return (spec.name, level, data_type, tuple(extra.items()), shape, to_device,
+            out.strides if type(out) is DeviceArray else None, layouts)
+
+
+def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: list, shape: tuple[int, ...],
+               data_type: DataType, output_type: DataType, extra: dict, out, to_device: bool
+               ) -> tuple[_CallPlan, dict[int, np.ndarray]]:
+    """The call's plan, and the inputs that had to be copied to run (by position): a plan with copies is not
+    kept, as the copies are made again each call."""
+    where = f"gpuops.{spec.numpy_name}"
     work_shape = shape or (1,)
-    views = [np.broadcast_to(a, shape).reshape(work_shape) if a.ndim == 0 or shape == () else
-             np.broadcast_to(a, shape) for a in arrays]
-    views, flips = _positive_strides(views)
-    out_strides = _output_strides(views, work_shape)
+    on_device = [type(a) is DeviceArray for a in arrays]
+    views = [np.broadcast_to(_layout_stand_in(a) if device_array else a, shape) for a, device_array in
+             zip(arrays, on_device)]
+    views = [v.reshape(work_shape) if shape == () else v for v in views]
+    # Device arrays and device results have strides >= 0 in their axes' own direction: host inputs that step
+    # backwards are then copied rather than run reversed.
+    views, flips, copied = _positive_strides(views, allow_flips=not (to_device or any(on_device)))
+    if type(out) is DeviceArray:
+        out_strides = out.strides if shape else (1,)
+    else:
+        out_strides = _output_strides(views, work_shape)
     iteration = coalesce(work_shape, [tuple(s // v.itemsize for s in v.strides) for v in views] + [out_strides])
     sizes, strides = iteration.sizes, iteration.strides
     if iteration.rank > 8:
-        raise ValidationError(f"gpuops.{spec.numpy_name}: this layout needs {iteration.rank} dimensions after "
-                              "merging contiguous ones; DirectML allows 8")
+        raise ValidationError(f"{where}: this layout needs {iteration.rank} dimensions after merging contiguous "
+                              "ones; DirectML allows 8")
     if level < FeatureLevel.LEVEL_3_0 and iteration.rank < 4:  # 4-D only before 3_0: pad with leading ones
         pad = 4 - iteration.rank
         sizes = (1,) * pad + sizes
@@ -231,47 +331,148 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
     tensors = [TensorDesc(t, sizes, s) for t, s in zip(types, strides)]
     desc = spec.desc_type(**dict(zip(spec.tensor_fields, tensors)), **extra)
     compiled = device.compile(desc, feature_level=level)
-
     out_size = -(-tensors[-1].total_tensor_size_in_bytes // 16) * 16
-    spans = [_host_bytes(view) for view in views]
-    largest = max([out_size] + [raw.size for raw in spans])
+    starts, spans = [], []
+    for index, (array, view, device_array) in enumerate(zip(arrays, views, on_device)):
+        if device_array:
+            starts.append(None)
+            spans.append(None)
+            continue
+        pointer = view.__array_interface__["data"][0]
+        starts.append(0 if index in copied else pointer - array.__array_interface__["data"][0])
+        spans.append(sum((n - 1) * s for n, s in zip(view.shape, view.strides)) + view.itemsize)
+    largest = max([out_size] + [span for span in spans if span is not None])
     if largest > device.max_buffer_size:
-        raise DeviceError(f"gpuops.{spec.numpy_name}: a buffer of {largest} bytes is needed; the adapter "
-                          f"{device.adapter_name} holds at most {device.max_buffer_size} bytes in one buffer")
-    with device._lock:  # one device's wgpu calls are never made from two threads at once
-        data = _upload_run_read(spec, device, compiled, views, spans, out_size)
-    count = math.prod(work_shape)
-    itemsize = output_type.size
-    result = np.lib.stride_tricks.as_strided(np.frombuffer(data, output_type.numpy_dtype, count), work_shape,
-                                             tuple(s * itemsize for s in out_strides))
-    if flips:
-        result = np.flip(result, flips)
-    return result.reshape(shape)
+        raise DeviceError(f"{where}: a buffer of {largest} bytes is needed; the adapter {device.adapter_name} holds "
+                          f"at most {device.max_buffer_size} bytes in one buffer")
+    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), out_size,
+                     tuple(out_strides) == packed_strides(work_shape))
+    return plan, {index: views[index] for index in copied}
 
 
-def _upload_run_read(spec: OperatorSpec, device: Device, compiled, views: list[np.ndarray],
-                     spans: list[np.ndarray], out_size: int):
-    """Upload the inputs' bytes, run, and return the output buffer's bytes; every buffer is freed after."""
-    wgpu_device = device.wgpu_device
-    usage = device.wgpu.BufferUsage
-    buffers: dict[tuple[int, int], object] = {}
-    bindings = {}
+def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: list[np.ndarray | DeviceArray],
+             shape: tuple[int, ...], data_type: DataType, output_type: DataType, extra: dict, out,
+             to_device: bool, result_dtype: np.dtype) -> np.ndarray | DeviceArray | None:
+    """Run on `device`: the result as a new host array or device array, or None where it went to `out`.
+
+    One submission: the host inputs' bytes written into pooled buffers (queue.write_buffer), the kernels, and for a
+    host result the copy into a pooled staging buffer, which is then mapped and copied once into the result."""
+    pool = pool_of(device)
+    key = _plan_key(spec, level, arrays, shape, data_type, extra, out, to_device)
+    with device._lock:
+        plan = pool.call_plans.get(key)
+        if plan is not None:
+            pool.call_plans.move_to_end(key)
+    copies: dict[int, np.ndarray] = {}
+    if plan is None:
+        plan, copies = _make_plan(spec, device, level, arrays, shape, data_type, output_type, extra, out, to_device)
+        if not copies:
+            with device._lock:
+                pool.call_plans[key] = plan
+                while len(pool.call_plans) > MAX_CALL_PLANS:
+                    pool.call_plans.popitem(last=False)
+    raws = [None if start is None else
+            host_bytes(copies[index]) if index in copies else _bytes_at(arrays[index], start, span)
+            for index, (start, span) in enumerate(zip(plan.starts, plan.spans))]
+    temporaries: list = []  # the pool's buffers this call gives back when done
     try:
-        with device.explained(spec.name, "allocating and filling buffers"):
-            for name, view, raw in zip(spec.inputs, views, spans):
-                key = (view.__array_interface__["data"][0], raw.size)
-                if key not in buffers:  # the same memory given twice is uploaded once
-                    padded = np.zeros(-(-raw.size // 16) * 16, np.uint8)
-                    padded[: raw.size] = raw
-                    buffers[key] = wgpu_device.create_buffer_with_data(data=padded, usage=usage.STORAGE)
-                bindings[name] = Binding(buffers[key])
-            out_buffer = wgpu_device.create_buffer(size=out_size, usage=usage.STORAGE | usage.COPY_SRC)
-            buffers[(0, -1)] = out_buffer
-        bindings[spec.output] = Binding(out_buffer)
-        compiled.execute(bindings)
-        with device.explained(spec.name, "reading the result back"):
-            data = wgpu_device.queue.read_buffer(out_buffer)
+        with device._lock:  # one device's wgpu calls are never made from two threads at once
+            encoder = device.wgpu_device.create_command_encoder()
+            bindings, cached = _input_bindings(spec, device, pool, arrays, raws, encoder, temporaries)
+            result = None
+            with device.explained(spec.name, "allocating buffers"):
+                if type(out) is DeviceArray:
+                    bindings[spec.output] = out.binding
+                    cached = cached and out.owned
+                else:
+                    buffer = pool.acquire(device, STORAGE, plan.out_size)
+                    if to_device:
+                        result = DeviceArray._wrap(device, buffer, result_dtype, shape,
+                                                   plan.out_strides if shape else (), 0, pool)
+                    else:
+                        temporaries.append(buffer)
+                    bindings[spec.output] = Binding(buffer, 0, plan.out_size)
+            try:
+                table = pool.table(plan.compiled, bindings, cached)
+            except ValidationError as exc:  # device arrays bound as the operator refuses (out overlapping an input)
+                raise ValidationError(f"gpuops.{spec.numpy_name}: {exc}") from None
+            plan.compiled.record(encoder, table)
+            # A caller's buffers (device arrays, out=) are checked again at the submit: destroyed or mapped since.
+            uses = [(spec.name, name, binding.buffer) for name, binding in bindings.items()]
+            if to_device:
+                device.submit(encoder, spec.name, uses)
+                return result
+        target = _host_target(out, shape, plan, output_type)
+        work_shape = shape or (1,)
+        count = math.prod(work_shape)
+        byte_strides = tuple(s * output_type.size for s in plan.out_strides)
+        flips, packed = plan.flips, plan.out_packed
+
+        def fill(mapped: memoryview) -> None:
+            elements = np.frombuffer(mapped, output_type.numpy_dtype, count)
+            if packed:
+                got = elements.reshape(work_shape)
+            else:
+                got = np.lib.stride_tricks.as_strided(elements, work_shape, byte_strides, writeable=False)
+            np.copyto(target, np.flip(got, flips).reshape(shape) if flips else got.reshape(shape))
+
+        read_back(device, pool, encoder, bindings[spec.output].buffer, 0, plan.out_size, fill, spec.name,
+                  temporaries, uses)
     finally:
-        for buffer in buffers.values():
-            buffer.destroy()
-    return data
+        if temporaries:
+            with device._lock:
+                pool.release(*temporaries)
+    if out is not None:
+        return None
+    return target.view(np.bool_) if result_dtype == np.bool_ else target
+
+
+def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
+    """`span` bytes of `array`'s memory from `start` bytes past its data pointer (its plan says they are its)."""
+    pointer = array.__array_interface__["data"][0] + start
+    return np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(pointer))
+
+
+def _input_bindings(spec: OperatorSpec, device: Device, pool, arrays: list, raws: list, encoder,
+                    temporaries: list) -> tuple[dict[str, Binding], bool]:
+    """Each input's binding: a device array's own, a host array uploaded into a pooled buffer (memory given twice
+    is uploaded once). Also whether every buffer is pool-made (the binding table may then be kept)."""
+    bindings: dict[str, Binding] = {}
+    uploaded: dict[tuple[int, int], Binding] = {}
+    cached = True
+    with device.explained(spec.name, "uploading the inputs"):
+        for name, array, raw in zip(spec.inputs, arrays, raws):
+            if raw is None:
+                bindings[name] = array.binding
+                cached = cached and array.owned
+                continue
+            key = (raw.__array_interface__["data"][0], raw.size)
+            if key not in uploaded:
+                buffer, staging = upload(device, pool, raw, encoder)
+                temporaries.append(buffer)
+                if staging is not None:
+                    temporaries.append(staging)
+                uploaded[key] = Binding(buffer, 0, -(-raw.size // 16) * 16)
+            bindings[name] = uploaded[key]
+    return bindings, cached
+
+
+def _layout_stand_in(array: DeviceArray) -> np.ndarray:
+    """A NumPy view with a device array's shape, dtype and strides for the layout code, which reads strides only:
+    its memory (one element, strided over) is never read."""
+    itemsize = array.itemsize
+    return np.lib.stride_tricks.as_strided(np.empty(1, array.dtype), array.shape,
+                                           tuple(s * itemsize for s in array.strides), writeable=False)
+
+
+def _host_target(out, shape: tuple[int, ...], plan: _CallPlan, output_type: DataType) -> np.ndarray:
+    """Where the read-back lands: out (a predicate's bool out as its bytes), or a new array laid out as the output
+    buffer (packed in the inputs' memory order: the copy is then one linear pass)."""
+    if out is not None:
+        return out.view(np.uint8) if out.dtype == np.bool_ else out
+    if plan.out_packed and not plan.flips:
+        return np.empty(shape, output_type.numpy_dtype)
+    target = empty_in_order(shape or (1,), plan.out_strides, output_type.numpy_dtype)
+    if plan.flips:
+        target = np.flip(target, plan.flips)
+    return target.reshape(shape)

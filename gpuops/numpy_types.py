@@ -82,20 +82,22 @@ def resolve(where: str, function: str | OperatorSpec, names: tuple[str, ...], va
                                   f"tensors and gpuops does not pick a number type for it; pass "
                                   f"{name}.astype(np.int8) (or another number type)")
         arrays.append(array)
-    operands = ", ".join(describe(n, v, a) for n, v, a in zip(names, values, arrays))
+    def operands() -> str:  # for refusals only: made when one is raised
+        return ", ".join(describe(n, v, a) for n, v, a in zip(names, values, arrays))
+
     ufunc = spec.numpy_ufunc
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
     try:
         loop = ufunc.resolve_dtypes(descriptors + (None,))
     except TypeError:  # NumPy has no loop for these types (strings, complex remainders, ...)
-        raise ValidationError(f"{where}: NumPy has no {ufunc.__name__} for {operands}") from None
+        raise ValidationError(f"{where}: NumPy has no {ufunc.__name__} for {operands()}") from None
     compute, result = loop[0], loop[-1]
     data_type = DataType.from_numpy(compute)
     allowed = row.types[input_field] if row else frozenset()
     if data_type is None or data_type not in allowed:
         names_allowed = ", ".join(sorted(t.numpy_dtype.name for t in allowed)) or \
             "none (the operator does not exist at that level)"
-        raise ValidationError(f"{where}: {operands}: NumPy computes in {compute}; gpuops computes {function} at "
+        raise ValidationError(f"{where}: {operands()}: NumPy computes in {compute}; gpuops computes {function} at "
                               f"feature level {level_label} in {names_allowed} and does not cast (convert the "
                               "operands with astype if a narrower type is meant)")
     converted = []
@@ -105,7 +107,7 @@ def resolve(where: str, function: str | OperatorSpec, names: tuple[str, ...], va
                 array = np.asarray(value, dtype=compute)  # NumPy's conversion of a weak scalar, refusals included
             except (OverflowError, ValueError) as exc:
                 raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes "
-                                      f"in for {operands}: {exc}") from None
+                                      f"in for {operands()}: {exc}") from None
         elif array.dtype != compute:
             array = array.astype(compute)  # NumPy's own cast of the operand (exact: the loop was chosen safe)
         converted.append(array)

@@ -29,6 +29,16 @@ def kernel_keys(device: gpuops.Device, monkeypatch) -> list:
     return keys
 
 
+def made_plans(monkeypatch) -> list:
+    """Every plan (a tuple of dispatches) made from now on, in order: a cached plan lives no longer than its
+    buffers, so tests look at the plans made rather than at the device's cache."""
+    plans = []
+    make = gpuops.CompiledOperator._make_plan
+    monkeypatch.setattr(gpuops.CompiledOperator, "_make_plan",
+                        lambda self, bindings: plans.append(make(self, bindings)) or plans[-1])
+    return plans
+
+
 def make_desc(operator: str, mode, in_type: DataType, out_type: DataType, sizes, strides: dict | None = None,
               **tensor_kwargs):
     spec = spec_by_name(operator)

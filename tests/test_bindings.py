@@ -16,7 +16,7 @@ from gpuops.plan import Operand, OutputBinding, OutputStore, Placement, flat_gri
 from gpuops.operators import spec_of
 from gpuops import shaders
 
-from .dml import USAGE, device_with, kernel_keys, make_desc, run_and_check
+from .dml import made_plans, USAGE, device_with, kernel_keys, make_desc, run_and_check
 from .reference import BINARY, assert_same_bits, op_cases, random_values
 
 PACKED = [DataType.INT8, DataType.UINT8, DataType.INT16, DataType.UINT16, DataType.FLOAT16]
@@ -249,16 +249,6 @@ def test_inputs_may_share_a_buffer_with_the_output_elsewhere(device):
 def small_limit_device(device):
     """A Device on the same wgpu device whose binding limit is lowered to 256 bytes (test-only setting)."""
     return device_with(device, binding_size_limit=256)
-
-
-def made_plans(monkeypatch) -> list:
-    """Every plan (a tuple of dispatches) made from now on, in order: a cached plan lives no longer than its
-    buffers, so tests look at the plans made rather than at the device's cache."""
-    plans = []
-    make = gpuops.CompiledOperator._make_plan
-    monkeypatch.setattr(gpuops.CompiledOperator, "_make_plan",
-                        lambda self, bindings: plans.append(make(self, bindings)) or plans[-1])
-    return plans
 
 
 @pytest.mark.parametrize("strided", [False, True], ids=["packed", "strided"])

@@ -12,7 +12,7 @@ import pytest
 from gpuops import DataType
 from gpuops.plan import Form, Grid, OutputStore
 
-from .dml import device_with, kernel_keys, make_desc, run_and_check
+from .dml import device_with, kernel_keys, make_desc, made_plans, run_and_check
 from .reference import (
     BINARY,
     assert_same_bits,
@@ -156,6 +156,7 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     elif layout == "in-place":
         strides["output_tensor"] = padded
     keys = kernel_keys(row_grid_device, monkeypatch)
+    plans = made_plans(monkeypatch)
     rng = _rng(case, layout, "rows")
     desc = make_desc(operator, mode, in_type, out_type, shape, strides)
     run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
@@ -170,7 +171,7 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     expected_rows = tuple(slot < arity and not (layout == "column-broadcast" and names[slot] == broadcast)
                           for slot in range(2)) + (layout == "in-place",)
     assert all(chunk_rows(key) == expected_rows for key in keys)
-    plan = list(row_grid_device._plans.values())[-1]
+    plan = plans[-1]
     assert all(dispatch.grid[2] > 1 for dispatch in plan)
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gpuops
-from gpuops import DataType, FeatureLevel, api
+from gpuops import DataType, FeatureLevel, api, pool
 from gpuops.bench.reference import compare
 
 from .dml import device_with
@@ -370,14 +370,13 @@ def _uploads(monkeypatch) -> list[int]:
     """The byte counts the NumPy-level functions upload for their inputs, call by call (memory given twice is
     uploaded once)."""
     sizes: list[int] = []
-    upload = api._upload_run_read
+    upload = api.upload
 
-    def spy(spec, device, compiled, views, spans, out_size):
-        uploaded = {(view.__array_interface__["data"][0], raw.size): None for view, raw in zip(views, spans)}
-        sizes.extend(size for _, size in uploaded)
-        return upload(spec, device, compiled, views, spans, out_size)
+    def spy(device, pool, data, encoder):
+        sizes.append(data.nbytes)
+        return upload(device, pool, data, encoder)
 
-    monkeypatch.setattr(api, "_upload_run_read", spy)
+    monkeypatch.setattr(api, "upload", spy)
     return sizes
 
 
@@ -411,3 +410,65 @@ def test_a_few_elements_of_an_array_larger_than_a_buffer(device, monkeypatch):
     monkeypatch.setattr(api, "gathers", lambda array: False)  # uploaded as it lies, the span would not fit
     with pytest.raises(gpuops.DeviceError, match="holds at most 1048576 bytes"):
         gpuops.sign(pair, device=small)
+
+
+def test_host_calls_submit_once_and_map_once(device, monkeypatch):
+    """One submission (uploads, kernels, the copy to the staging buffer) and one map per call, no read_buffer."""
+    from .test_device_arrays import Counter
+
+    x = specials("float32")
+    gpuops.sign(x, device=device)  # compiled and planned before counting
+    counter = Counter(device, monkeypatch)
+    assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
+    assert (counter.submits, counter.maps, counter.reads) == (1, 1, 0)
+    big = np.tile(x, pool.MAPPED_UPLOAD_BYTES // x.nbytes + 1)  # uploaded through a mapped buffer
+    assert_identical(gpuops.sign(big, device=device), numpy_sign(big))
+    assert (counter.submits, counter.maps, counter.reads) == (2, 3, 0)  # + the upload buffer's map
+
+
+@pytest.mark.parametrize("extra", [0, 1, 3])
+def test_large_uploads_of_any_byte_count(device, extra):
+    """Past MAPPED_UPLOAD_BYTES inputs go through pooled mapped buffers; byte counts that are not whole words
+    (write_buffer and buffer copies move 4-byte words) still arrive whole, on both paths."""
+    for size in (pool.MAPPED_UPLOAD_BYTES + extra, 4093 + extra):
+        a = np.random.default_rng(size).integers(-128, 128, size, dtype=np.int8)
+        b = np.int8([3, -5, 7, 127, -128])[np.arange(size) % 5]
+        assert_identical(gpuops.modulus_floor(a, b, device=device), np.remainder(a, b))
+        assert_identical(gpuops.sign(a[::-1], device=device), np.sign(a[::-1]))
+
+
+def test_host_calls_reuse_pooled_buffers(device):
+    """Repeated host calls of a few sizes make no new buffers once their size classes are pooled, and a caller's
+    out= receives the result straight from the mapped staging buffer."""
+    fresh = gpuops.Device(wgpu_device=device.wgpu_device)
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(n).astype(np.float32) for n in (5, 300, 301, 4000)]
+    for x in arrays:
+        gpuops.sign(x, device=fresh)
+    made = pool.pool_of(fresh).stats().created
+    for _ in range(20):
+        for x in arrays:
+            out = np.empty_like(x)
+            assert gpuops.sign(x, out=out, device=fresh) is out
+            assert_identical(out, numpy_sign(x))
+    assert pool.pool_of(fresh).stats().created == made
+
+
+def test_read_back_maps_with_the_public_call_where_wgpu_py_lacks_its_shortcut(device, monkeypatch):
+    x = specials("float16")
+    modes = []
+    buffer_type = type(device.placeholder("read"))
+    map_async = buffer_type.map_async
+
+    def old_wgpu_py(buffer, mode, *args, **kwargs):
+        modes.append(mode)
+        if mode == "READ_NOSYNC":
+            raise ValueError("Invalid flag value for MapMode: 'READ_NOSYNC'")
+        return map_async(buffer, mode, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "_skip_flush", True)
+    monkeypatch.setattr(buffer_type, "map_async", old_wgpu_py)
+    assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
+    assert_identical(gpuops.is_nan(x, device=device), np.isnan(x))
+    wanted = ["READ_NOSYNC"] if device.backend == "wgpu-native" else []
+    assert modes == wanted + [device.wgpu.MapMode.READ] * 2 and pool._skip_flush is (not wanted)

@@ -1,0 +1,293 @@
+"""Reused device memory for the NumPy-level functions: buffers by size class, and their binding tables.
+
+A NumPy-level call needs a buffer per uploaded input, one for the output and a MAP_READ staging buffer to read
+the output back; made afresh each call they cost more than a small call's work (and wgpu clears every new buffer
+the first time a shader writes it). Each Device gets one BufferPool (`pool_of`), which keeps the buffers a call
+gives back for the next one:
+
+- Sizes round up to a power of two (at least MIN_BUFFER_BYTES; capped at the device's largest buffer), so arrays
+  of similar sizes share buffers. Storage buffers (STORAGE | COPY_SRC | COPY_DST), read-back staging buffers
+  (MAP_READ | COPY_DST) and upload buffers (MAP_WRITE | COPY_SRC, for large uploads) are kept apart.
+- Idle buffers are bounded per device: at most `max_idle_bytes` (MAX_IDLE_BYTES, 1 GiB, by default) and
+  `max_idle_buffers` (MAX_IDLE_BUFFERS, 64) together; past either, the least recently given back is destroyed.
+  The one exception is the set of buffers that the last call gave back together: it is kept even when it alone
+  passes the bounds (a float32 modulus of 2^26 elements uses six 256 MiB buffers), so that repeating a large call
+  makes nothing new; the next call's buffers then push it out. So idle memory is at most the larger of the bounds
+  and one call's buffers.
+- Binding tables (the bind groups and uniforms of one operator on one set of pooled buffers) are kept in an LRU
+  of at most MAX_TABLES per device, and dropped with any buffer they use.
+
+Buffers in use are not the pool's: a call's temporaries while it runs, and the buffer of each gpuops.DeviceArray
+that gpuops made, which comes back to the pool when that array is collected. A caller's buffer
+(DeviceArray.from_buffer) never enters the pool and is never destroyed by gpuops.
+
+Every method but `give_back` is called with the device's lock held (one device's wgpu calls come from one thread at
+a time); `give_back` only queues the buffer, so that it may run in a garbage collector's finalizer on any thread.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import wgpu  # for its flags' values, which are WebGPU's in every backend
+
+from .binding import Binding
+from .device import BindingTable, CompiledOperator, Device
+
+MIN_BUFFER_BYTES = 256
+MAX_IDLE_BYTES = 1 << 30
+MAX_IDLE_BUFFERS = 64
+MAX_TABLES = 1024
+
+MAPPED_UPLOAD_BYTES = 8 << 20  # from this size on, uploads go through a pooled mapped buffer (see upload)
+
+STORAGE = "storage"  # STORAGE | COPY_SRC | COPY_DST: the operators' tensors
+STAGING = "staging"  # MAP_READ | COPY_DST: read-backs
+UPLOAD = "upload"  # MAP_WRITE | COPY_SRC: large uploads
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """What a pool holds and has done: `created` and `destroyed` count wgpu buffers over its life."""
+
+    created: int
+    destroyed: int
+    idle_buffers: int
+    idle_bytes: int
+    tables: int
+
+
+def size_class(size: int, max_buffer_size: int) -> int:
+    """The size a pooled buffer of at least `size` bytes has: the next power of two (at least MIN_BUFFER_BYTES),
+    or `size` rounded up to 16 where that power would pass the device's largest buffer."""
+    rounded = max(MIN_BUFFER_BYTES, 1 << (max(size, 1) - 1).bit_length())
+    return rounded if rounded <= max_buffer_size else -(-size // 16) * 16
+
+
+class BufferPool:
+    """One device's reusable buffers and binding tables (see the module docstring for the bounds)."""
+
+    def __init__(self, max_idle_bytes: int = MAX_IDLE_BYTES, max_idle_buffers: int = MAX_IDLE_BUFFERS):
+        self.max_idle_bytes = max_idle_bytes
+        self.max_idle_buffers = max_idle_buffers
+        self._idle: dict[tuple[str, int], list] = {}  # (kind, size) -> buffers, the most recently given back last
+        self._order: collections.OrderedDict[int, tuple[str, object]] = collections.OrderedDict()  # id -> LRU
+        self._idle_bytes = 0
+        self._returned: collections.deque = collections.deque()  # from finalizers, taken in under the lock
+        self._tables: collections.OrderedDict[tuple, BindingTable] = collections.OrderedDict()
+        self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
+        self.call_plans: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's, LRU
+        self.created = 0
+        self.destroyed = 0
+
+    def stats(self) -> PoolStats:
+        self._take_returned()
+        return PoolStats(self.created, self.destroyed, len(self._order), self._idle_bytes, len(self._tables))
+
+    def acquire(self, device: Device, kind: str, size: int):
+        """A buffer of at least `size` bytes of `kind` (STORAGE, STAGING or UPLOAD), reused when one is idle."""
+        self._take_returned()
+        size = size_class(size, device.max_buffer_size)
+        idle = self._idle.get((kind, size))
+        if idle:
+            buffer = idle.pop()
+            del self._order[id(buffer)]
+            self._idle_bytes -= buffer.size
+            return buffer
+        usage = device.wgpu.BufferUsage
+        flags = {STORAGE: usage.STORAGE | usage.COPY_SRC | usage.COPY_DST, STAGING: usage.MAP_READ | usage.COPY_DST,
+                 UPLOAD: usage.MAP_WRITE | usage.COPY_SRC}[kind]
+        try:
+            buffer = device.wgpu_device.create_buffer(label=f"gpuops pool ({kind})", size=size, usage=flags)
+        except device.wgpu.GPUError:
+            if not self._order:
+                raise
+            self.clear()  # out of memory, perhaps: give the idle buffers back to the device and try once more
+            buffer = device.wgpu_device.create_buffer(label=f"gpuops pool ({kind})", size=size, usage=flags)
+        self.created += 1
+        return buffer
+
+    def release(self, *buffers) -> None:
+        """Take back buffers this pool made, given back together (one call's): they wait for reuse, and the least
+        recently given back idle buffers are destroyed past the bounds. The buffers given back together are kept
+        even where they alone pass the bounds, so that the next call of the same sizes finds them."""
+        for buffer in buffers:
+            usage = buffer.usage
+            kind = STAGING if usage & wgpu.BufferUsage.MAP_READ else \
+                UPLOAD if usage & wgpu.BufferUsage.MAP_WRITE else STORAGE
+            self._idle.setdefault((kind, buffer.size), []).append(buffer)
+            self._order[id(buffer)] = (kind, buffer)
+            self._idle_bytes += buffer.size
+        while len(self._order) > len(buffers) and (self._idle_bytes > self.max_idle_bytes
+                                                   or len(self._order) > self.max_idle_buffers):
+            _, (old_kind, old) = self._order.popitem(last=False)
+            self._idle[(old_kind, old.size)].remove(old)
+            self._idle_bytes -= old.size
+            self._destroy(old)
+
+    def give_back(self, buffer) -> None:
+        """Queue a buffer for release, from any thread and without the lock (DeviceArray finalizers)."""
+        self._returned.append(buffer)
+
+    def clear(self) -> None:
+        """Destroy every idle buffer (and the tables that bind them)."""
+        self._take_returned()
+        while self._order:
+            _, (kind, buffer) = self._order.popitem(last=False)
+            self._idle[(kind, buffer.size)].remove(buffer)
+            self._idle_bytes -= buffer.size
+            self._destroy(buffer)
+
+    def table(self, compiled: CompiledOperator, bindings: Mapping[str, Binding], cached: bool) -> BindingTable:
+        """The binding table of `compiled` on `bindings`, remembered when `cached` (every buffer the pool's or a
+        pooled DeviceArray's: a caller's buffer is never kept alive by the pool)."""
+        if not cached:
+            return compiled.bind(bindings)
+        key = (compiled,) + tuple((b.buffer, b.offset, b.size) for b in
+                                  (bindings[name] for name in compiled.tensor_fields))
+        table = self._tables.get(key)
+        if table is not None:
+            self._tables.move_to_end(key)
+            return table
+        table = self._tables[key] = compiled.bind(bindings)
+        for buffer, _, _ in key[1:]:
+            self._tables_of.setdefault(id(buffer), set()).add(key)
+        while len(self._tables) > MAX_TABLES:
+            self._forget(self._tables.popitem(last=False)[0])
+        return table
+
+    def _forget(self, key: tuple) -> None:
+        self._tables.pop(key, None)
+        for buffer, _, _ in key[1:]:
+            keys = self._tables_of.get(id(buffer))
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._tables_of[id(buffer)]
+
+    def _destroy(self, buffer) -> None:
+        for key in list(self._tables_of.get(id(buffer), ())):
+            self._forget(key)
+        buffer.destroy()
+        self.destroyed += 1
+
+    def _take_returned(self) -> None:
+        while self._returned:
+            self.release(self._returned.popleft())
+
+
+def pool_of(device: Device) -> BufferPool:
+    """The device's pool, made on first use. It lives as long as the Device (it is kept on the Device object)."""
+    pool = device.__dict__.get("_gpuops_pool")
+    if pool is None:
+        with device._lock:
+            pool = device.__dict__.setdefault("_gpuops_pool", BufferPool())
+    return pool
+
+
+def upload(device: Device, pool: BufferPool, data, encoder) -> tuple[object, object | None]:
+    """A pooled storage buffer that holds `data` (a C-contiguous array of bytes) from offset 0 for the work
+    recorded into `encoder` after this call, and the pooled buffer to give back once `encoder` is submitted (or
+    None). Call with the device's lock held.
+
+    Below MAPPED_UPLOAD_BYTES the bytes go by queue.write_buffer (it lands before the next submission). Larger
+    ones are copied into a pooled MAP_WRITE buffer and from there by a copy recorded into `encoder`: write_buffer
+    makes a new staging allocation of the full size on every call, which for large arrays costs more than the copy
+    itself (fresh memory is faulted in page by page)."""
+    size = data.nbytes
+    buffer = pool.acquire(device, STORAGE, -(-size // 16) * 16)
+    words = -(-size // 4) * 4  # copies and mappings move whole 4-byte words
+    if size >= MAPPED_UPLOAD_BYTES:
+        staging = pool.acquire(device, UPLOAD, words)
+        try:
+            staging.map_sync(device.wgpu.MapMode.WRITE, 0, words)
+            staging.write_mapped(data, 0)
+            staging.unmap()
+        except BaseException:
+            _drop(pool, staging)
+            pool.release(buffer)
+            raise
+        encoder.copy_buffer_to_buffer(staging, 0, buffer, 0, words)
+        return buffer, staging
+    queue = device.wgpu_device.queue
+    whole = size - size % 4
+    if whole:
+        queue.write_buffer(buffer, 0, data, 0, whole)
+    if whole < size:  # the last 1 to 3 bytes as one padded word
+        tail = bytearray(4)
+        tail[: size - whole] = memoryview(data).cast("B")[whole:]
+        queue.write_buffer(buffer, whole, tail)
+    return buffer, None
+
+
+def _drop(pool: BufferPool, buffer) -> None:
+    """Give back a mappable buffer after a failure: unmapped, or destroyed if its mapping is still pending."""
+    if buffer.map_state == "mapped":
+        buffer.unmap()
+    if buffer.map_state == "unmapped":
+        pool.release(buffer)
+    else:
+        pool._destroy(buffer)
+
+
+_skip_flush = True  # whether this wgpu-py maps for reading without its flush (see start_read_mapping)
+
+
+def start_read_mapping(device: Device, buffer, size: int):
+    """Begin mapping the first `size` bytes of a MAP_READ buffer whose copy has just been submitted; the promise
+    to wait for (Device.wait: bounded, and ended by the device's loss).
+
+    On wgpu-native, wgpu-py's READ mapping first submits an empty command buffer (its workaround for a buffer mapped
+    before any submission: gpuops always submits the copy first), which costs as much as a small call's own
+    submission. wgpu-py's queue.read_buffer maps without it through the mode "READ_NOSYNC"; gpuops does the same,
+    and uses READ where a wgpu-py does not know that mode."""
+    global _skip_flush
+    if _skip_flush and device.backend == "wgpu-native":
+        try:
+            return buffer.map_async("READ_NOSYNC", 0, size)
+        except ValueError as exc:  # refused before anything is mapped
+            if "READ_NOSYNC" not in str(exc):
+                raise
+            _skip_flush = False
+    return buffer.map_async(device.wgpu.MapMode.READ, 0, size)
+
+
+def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
+              what: str = "gpuops", done: list | None = None, uses=()) -> None:
+    """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
+    `encoder`'s work, submit it all at once (the buffers in `uses` checked first, as Device.submit does), map the
+    staging buffer and call `fill(memoryview)` on the mapped bytes: the one copy into host memory. No lock is held
+    while the GPU works or while `fill` runs (other threads may submit meanwhile), and a lost device ends the wait
+    with DeviceError. `fill` must not keep the memoryview: it is released when the buffer is unmapped. The staging
+    buffer is given back to the pool after, or appended to `done` for the caller to give back with its others."""
+    size = -(-size // 4) * 4
+    with device._lock, device.explained(what, "reading a result back"):
+        staging = pool.acquire(device, STAGING, size)
+    mapped = None
+    try:
+        with device._lock, device.explained(what, "reading a result back"):
+            encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+        device.submit(encoder, what, uses)
+        with device._lock, device._watch.submit_lock:  # wgpu-native may submit when a mapping begins
+            if device.lost:
+                raise device.lost_error(what, "reading back")
+            with device.explained(what, "mapping the read-back"):
+                promise = start_read_mapping(device, staging, size)
+        device.wait(promise, what, "waiting for the read-back")
+        with device._lock, device.explained(what, "reading back"):
+            mapped = staging.read_mapped(0, size, copy=False)
+        fill(mapped)
+    except BaseException:
+        with device._lock:
+            if mapped is not None:
+                staging.unmap()
+            _drop(pool, staging)
+        raise
+    with device._lock:
+        staging.unmap()
+        if done is None:
+            pool.release(staging)
+        else:
+            done.append(staging)
