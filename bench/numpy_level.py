@@ -36,7 +36,7 @@ from gpuops.bench.reference import compare
 from gpuops.bench.ticks import calibrate, split_writes
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.operators import spec_by_name
-from gpuops.pool import map_for_reading
+from gpuops.pool import start_read_mapping
 
 SCHEMA = "gpuops-numpy-level/1"
 DEFAULT_SIZES = (1 << 10, 1 << 22, 1 << 24, 1 << 26)
@@ -124,7 +124,8 @@ class BareFloor:
         self.copy.record(encoder, None)
         encoder.copy_buffer_to_buffer(self.copy.dst, 0, self.staging, 0, self.size)
         queue.submit([encoder.finish()])
-        map_for_reading(self.device, self.staging, self.size)  # as gpuops maps (without wgpu-py's extra flush)
+        # mapped as gpuops maps (without wgpu-py's extra flush)
+        self.device.wait(start_read_mapping(self.device, self.staging, self.size), "floor", "reading back")
         mapped = self.staging.read_mapped(0, self.size, copy=False)
         np.copyto(result.reshape(-1).view(np.uint8), np.frombuffer(mapped, np.uint8, result.nbytes))
         self.staging.unmap()

@@ -39,7 +39,7 @@ from .device import BindingTable, CompiledOperator, Device
 MIN_BUFFER_BYTES = 256
 MAX_IDLE_BYTES = 1 << 30
 MAX_IDLE_BUFFERS = 64
-MAX_TABLES = 128  # each keeps its kernels' pipelines alive: with the device's pipeline cache, the bound on them
+MAX_TABLES = 512  # each keeps its kernels' pipelines alive: with the device's pipeline cache, the bound on them
 
 MAPPED_UPLOAD_BYTES = 8 << 20  # from this size on, uploads go through a pooled mapped buffer (see upload)
 
