@@ -13,6 +13,7 @@ import pytest
 
 from gpuops import DataType, Device
 from gpuops.bench import cli, reference as bench_reference, targets
+from gpuops.bench.torch_compare import COMPARE_LAYOUTS
 from gpuops.bench.workload import Workload
 
 from .test_bench import (DATA_TYPES, NUMBER, OPTIONAL_INT, OPTIONAL_NUMBER, OPTIONAL_STR, expect_keys, one_error_line,
@@ -89,7 +90,8 @@ def validate_torch(entry: dict) -> None:
         expect_keys(entry, {"error": str}, "torch")
     else:
         expect_keys(entry, {"gpu_median_ns": NUMBER, "gpu_min_ns": NUMBER, "gpu_max_ns": NUMBER, "bytes": int,
-                            "gbps": NUMBER}, "torch")
+                            "gbps": NUMBER, "layout": str}, "torch")
+        assert entry["layout"] in COMPARE_LAYOUTS
 
 
 def validate_row(row: dict, section: str) -> None:
@@ -108,6 +110,7 @@ def validate_row(row: dict, section: str) -> None:
     assert (row["torch"] is None) == (section in ("packed-2d", "transposed-k"))
     if row["torch"] is not None:
         validate_torch(row["torch"])
+        assert row["torch"].get("layout", targets.TORCH_LAYOUTS[section]) == targets.TORCH_LAYOUTS[section]
 
 
 # ------------------------------------------------------------------------------------- the command, measured

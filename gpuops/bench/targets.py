@@ -32,7 +32,7 @@ from ..tensor import TensorDesc
 from . import report
 from .ticks import calibrate
 from .timing import CopyKernel, GpuTimer, Timing
-from .torch_compare import COPY, time_torch, torch_cuda
+from .torch_compare import BROADCAST, CONTIGUOUS, COPY, ROW_MAJOR_OUT, STRIDED_OUT, time_torch, torch_cuda
 from .workload import Case, Workload, buffer_usage, bytes_moved, operation_label, types_label
 
 COMMAND = "targets"
@@ -131,10 +131,11 @@ def layout_cases(operator: str, in_type: DataType, out_type: DataType, n: int) -
             for section, (sizes, fields) in strides.items()}
 
 
-# Which sections compare with PyTorch (packed-2d and transposed-k are read against the other cases), and how
-# PyTorch is called for each: on x.t(), with the last input expanded, or into out[::2].
-TORCH_LAYOUTS = {"contiguous": {}, "broadcast": {"broadcast": True}, "transposed": {"transpose": True},
-                 "strided-out": {"strided_out": True}}
+# Which sections compare with PyTorch (packed-2d and transposed-k are read against the other cases), and the layout
+# of PyTorch's call (torch_compare.COMPARE_LAYOUTS): the same work as gpuops' case, so a transposed input is read
+# into a row-major output.
+TORCH_LAYOUTS = {"contiguous": CONTIGUOUS, "broadcast": BROADCAST, "transposed": ROW_MAJOR_OUT,
+                 "strided-out": STRIDED_OUT}
 
 
 class TargetRun:
@@ -157,9 +158,10 @@ class TargetRun:
         options = self.options
         return self.timer.run(record, options.iterations, options.warmup, repeats=options.repeats)
 
-    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType, **layout: bool) -> dict:
+    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType,
+              layout: str = CONTIGUOUS) -> dict:
         return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.options.iterations,
-                          self.options.warmup, **layout)
+                          self.options.warmup, layout)
 
     def row(self, section: str, case: Case) -> dict:
         """Check the case against NumPy, then time it, and PyTorch on the same data where the section compares."""
@@ -178,11 +180,8 @@ class TargetRun:
                 row.update(timing.summary())
                 row.update(_rate(moved, timing))
                 if section in TORCH_LAYOUTS:
-                    transposed = section == "transposed"
-                    # the same data: contiguous, or the same transposed view (x.T's memory is x.T.T)
-                    row["torch"] = self.torch(case.operator, row["mode"],
-                                              [np.ascontiguousarray(x.T if transposed else x)
-                                               for x in workload.inputs], case.out_dtype, **TORCH_LAYOUTS[section])
+                    row["torch"] = self.torch(case.operator, row["mode"], workload.inputs, case.out_dtype,
+                                              TORCH_LAYOUTS[section])
         finally:
             workload.release()
         torch_gbps = (row["torch"] or {}).get("gbps")
