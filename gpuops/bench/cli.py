@@ -258,16 +258,17 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="the performance goals (docs/performance.md) beside PyTorch, and their tables",
                                 description="The performance goals' measurements (docs/performance.md): every "
                                             "operator, mode and type pair contiguous, the layouts section (packed "
-                                            "2-D, broadcast, transposed, strided output) and host-side costs, each "
-                                            "row checked against NumPy before it is timed and PyTorch (CUDA) timed "
-                                            "on the same data where importable. Prints the tables; --json writes "
+                                            "2-D, broadcast, transposed into a row-major output, NCHW into NHWC, "
+                                            "strided output) and host-side costs, each row checked against NumPy "
+                                            "before it is timed, and PyTorch (and CuPy, for the layout conversions) "
+                                            "timed on the same data doing the same work where importable. Prints the tables; --json writes "
                                             "the document (docs/bench-json.md), --render prints the tables of "
                                             "documents written before.",
                                 epilog="e.g. gpuops-bench targets --render bench/results/h200-dawn-targets.json "
                                        "bench/results/h200-dawn-layouts.json")
     goals.add_argument("--json", metavar="FILE", help="write the results as JSON (layout: docs/bench-json.md)")
     goals.add_argument("--elements", type=_elements, default=targets.DEFAULT_ELEMENTS, metavar="N",
-                       help="elements of the contiguous rows and of the layouts' squares (default 2^26)")
+                       help="elements of the contiguous rows and of the layouts' cases (default 2^26)")
     goals.add_argument("--same-elements", action="store_true",
                        help="contiguous rows at --elements each (default: narrow types at the copy's tensor bytes)")
     goals.add_argument("-i", "--iterations", type=_count(1), default=10, metavar="N",
