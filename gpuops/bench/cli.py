@@ -261,9 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                                             "2-D, broadcast, transposed into a row-major output, NCHW into NHWC, "
                                             "strided output) and host-side costs, each row checked against NumPy "
                                             "before it is timed, and PyTorch (and CuPy, for the layout conversions) "
-                                            "timed on the same data doing the same work where importable. Prints the tables; --json writes "
-                                            "the document (docs/bench-json.md), --render prints the tables of "
-                                            "documents written before.",
+                                            "timed on the same data doing the same work where importable. Prints "
+                                            "the tables; --json writes the document (docs/bench-json.md), --render "
+                                            "prints the tables of documents written before.",
                                 epilog="e.g. gpuops-bench targets --render bench/results/h200-dawn-targets.json "
                                        "bench/results/h200-dawn-layouts.json")
     goals.add_argument("--json", metavar="FILE", help="write the results as JSON (layout: docs/bench-json.md)")

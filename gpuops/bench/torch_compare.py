@@ -63,7 +63,8 @@ def check_layout(layout: str, shape: tuple[int, ...]) -> None:
     if layout not in COMPARE_LAYOUTS:
         raise ValidationError(f"comparison layout {layout!r}; allowed: {', '.join(COMPARE_LAYOUTS)}")
     needs = {BROADCAST: ("2-D", lambda d: d == 2), STRIDED_OUT: ("1-D", lambda d: d == 1),
-             ROW_MAJOR_OUT: ("2-D or more", lambda d: d >= 2), CHANNELS_LAST_OUT: ("4-D (N, C, H, W)", lambda d: d == 4)}
+             ROW_MAJOR_OUT: ("2-D or more", lambda d: d >= 2),
+             CHANNELS_LAST_OUT: ("4-D (N, C, H, W)", lambda d: d == 4)}
     if layout in needs and not needs[layout][1](len(shape)):
         raise ValidationError(f"comparison layout {layout!r} needs {needs[layout][0]} inputs; got shape "
                               f"{tuple(shape)}")
