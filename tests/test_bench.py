@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -19,6 +20,7 @@ import gpuops
 from gpuops.bench import cli, reference as bench_reference
 from gpuops.bench.cli import main
 from gpuops.bench.model import format_value
+from gpuops.bench.torch_compare import COMPARE_LAYOUTS
 from gpuops.bench.workload import Workload, bytes_moved, make_case
 
 from .reference import assert_same_bits, reference
@@ -86,11 +88,12 @@ def validate_document(doc: dict) -> None:
                                                            doc["adapter"]["limits"].values())
     assert all(isinstance(f, str) for f in doc["adapter"]["features"])
     expect_keys(doc["versions"], {"gpuops": str, "wgpu": str, "wgpu_native": OPTIONAL_STR, "wgpudawn": OPTIONAL_STR,
-                                  "numpy": str, "python": str, "torch": OPTIONAL_STR}, "versions")
+                                  "numpy": str, "python": str, "torch": OPTIONAL_STR, "cupy": OPTIONAL_STR},
+                "versions")
     assert doc["adapter"]["implementation"] in ("wgpu-native", "dawn")
     settings = doc["settings"]
     assert isinstance(settings["iterations"], int) and isinstance(settings["warmup"], int)
-    assert set(settings["compare"]) <= {"numpy", "torch"} and isinstance(settings["cuda_context"], bool)
+    assert set(settings["compare"]) <= {"numpy", "torch", "cupy"} and isinstance(settings["cuda_context"], bool)
     conversion = doc["timestamp_conversion"]
     expect_keys(conversion, {"method": str, "tick_ns": OPTIONAL_NUMBER, "measured_ns_per_tick": OPTIONAL_NUMBER,
                              "short_pass": (dict, type(None)), "long_pass": (dict, type(None)), "note": str},
@@ -129,17 +132,20 @@ def validate_result(row: dict, doc: dict) -> None:
     if doc["timestamp_conversion"]["method"] != "unavailable":
         assert row["gpu_min_ns"] <= row["gpu_median_ns"] <= row["gpu_max_ns"]
     assert row["percent_of_copy"] == pytest.approx(100 * row["gbps"] / row["copy_gbps"])
-    assert set(row["compare"]) <= {"numpy", "torch"}
+    assert set(row["compare"]) <= {"numpy", "torch", "cupy"}
     if "numpy" in row["compare"]:
         expect_keys(row["compare"]["numpy"], {"median_ns": NUMBER, "min_ns": NUMBER, "max_ns": NUMBER,
                                               "gbps": NUMBER, "device": str}, "compare.numpy")
-    if "torch" in row["compare"]:
-        torch = row["compare"]["torch"]
-        if "error" in torch:
-            expect_keys(torch, {"error": str}, "compare.torch")
+    for library in ("torch", "cupy"):
+        entry = row["compare"].get(library)
+        if entry is None:
+            continue
+        if "error" in entry:
+            expect_keys(entry, {"error": str}, f"compare.{library}")
         else:
-            expect_keys(torch, {"median_ns": NUMBER, "min_ns": NUMBER, "max_ns": NUMBER, "gbps": NUMBER,
-                                "torch_counted_bytes": int, "device": str}, "compare.torch")
+            expect_keys(entry, {"median_ns": NUMBER, "min_ns": NUMBER, "max_ns": NUMBER, "gbps": NUMBER,
+                                f"{library}_counted_bytes": int, "device": str, "layout": str}, f"compare.{library}")
+            assert entry["layout"] in COMPARE_LAYOUTS
 
 
 # --------------------------------------------------------------------------------------------- adapters, help
@@ -291,7 +297,10 @@ def test_op_without_timestamps_reports_host_times(capsys, tmp_path, monkeypatch)
     (["op", "sign", "--layout", "broadcast-b"], "layout 'broadcast-b' needs a second input"),
     (["op", "sign", "--mode", "positive"], "--mode applies to is_infinity only"),
     (["op", "sign", "--sizes", "0,4"], "every size must be at least 1"),
-    (["op", "sign", "--compare", "cupy"], "--compare 'cupy'"),
+    (["op", "sign", "--compare", "jax"], "--compare 'jax'; allowed: numpy, torch, cupy"),
+    (["op", "sign", "--layout", "nchw-to-nhwc"], ("layout 'nchw-to-nhwc' needs 4 sizes (N, C, H, W), e.g. --sizes "
+                                                  "4,64,32,32; got 2 (1024,1024)")),
+    (["op", "sign", "--layout", "nchw-to-nhwc", "--sizes", "2,3,4"], "needs 4 sizes (N, C, H, W)"),
     (["op", "sign", "-a", "no-such-adapter"], "no adapter matches 'no-such-adapter'"),
     (["sweep", "--max-elements", "100"], "below the sweep's smallest size"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
@@ -717,6 +726,275 @@ def test_bytes_moved_counts_distinct_elements():
     case = make_case("modulus_truncate", "int16", (8, 32), "broadcast-b")
     assert bytes_moved(case) == (256 + 32 + 256) * 2
     assert bytes_moved(make_case("is_nan", "float16", (1000,), "broadcast-a")) == 1 * 2 + 1000 * 1
+
+
+# ------------------------------------------------------------------------- PyTorch and CuPy: the same layouts
+
+class _Tensor(np.ndarray):
+    """A NumPy array with the few tensor methods the comparisons call."""
+
+    def cuda(self):
+        return self
+
+    def permute(self, *dims):
+        return self.transpose(dims)
+
+    def expand(self, shape):
+        return np.broadcast_to(self, shape).view(_Tensor)
+
+    def dim(self):
+        return self.ndim
+
+    def numel(self):
+        return self.size
+
+    def element_size(self):
+        return self.itemsize
+
+    def copy_(self, source):
+        self[...] = source
+        return self
+
+
+class _Event:
+    def __init__(self, **kwargs):
+        pass
+
+    def record(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end) -> float:
+        return 0.002  # ms
+
+
+class FakeGpuLibrary:
+    """NumPy standing in for PyTorch or CuPy on CUDA: what torch_compare and cupy_compare call, every call given an
+    out= kept in `calls` as (function name, arguments, out)."""
+
+    channels_last = "channels_last"
+    _NAMES: ClassVar[dict[str, str]] = {"ne": "not_equal", "eq": "equal"}  # torch's names of NumPy's functions
+
+    def __init__(self):
+        self.calls: list[tuple[str, tuple, np.ndarray]] = []
+        self.cuda = type("cuda", (), {
+            "Event": _Event, "synchronize": staticmethod(lambda: None), "empty_cache": staticmethod(lambda: None),
+            "is_available": staticmethod(lambda: True), "get_elapsed_time": staticmethod(lambda start, end: 0.002),
+            "Device": staticmethod(lambda *args: type("device", (), {"synchronize": lambda self: None})())})
+
+    @staticmethod
+    def from_numpy(x):
+        return x.view(_Tensor)
+
+    @staticmethod
+    def asarray(x):
+        return np.array(x).view(_Tensor)
+
+    @staticmethod
+    def empty(shape, dtype=None, device=None, memory_format=None):
+        if memory_format == FakeGpuLibrary.channels_last:
+            n, c, h, w = shape
+            return np.empty((n, h, w, c), dtype).transpose(0, 3, 1, 2).view(_Tensor)
+        return np.empty(shape, dtype).view(_Tensor)
+
+    @staticmethod
+    def get_default_memory_pool():
+        return type("pool", (), {"free_all_blocks": lambda self: None})()
+
+    def __getattr__(self, name):
+        if name == "bool":
+            return np.bool_
+        found = getattr(np, self._NAMES.get(name, name))
+        if isinstance(found, type):  # a dtype: float32, uint8, ...
+            return found
+
+        def call(*args, out=None):
+            if out is None:
+                return found(*args)
+            self.calls.append((name, args, out))
+            with np.errstate(all="ignore"):  # x % 0 and friends, as on the GPU
+                return found(*args, out=out)
+        return call
+
+
+def fake_gpu_libraries_on(monkeypatch) -> dict[str, FakeGpuLibrary]:
+    """PyTorch and CuPy on CUDA, faked with NumPy: each time_* call runs its layout for real, on the host."""
+    from gpuops.bench import cupy_compare, torch_compare
+
+    libraries = {"torch": FakeGpuLibrary(), "cupy": FakeGpuLibrary()}
+    monkeypatch.setattr(torch_compare, "torch_cuda", lambda: libraries["torch"])
+    monkeypatch.setattr(cupy_compare, "cupy_cuda", lambda: libraries["cupy"])
+    return libraries
+
+
+@pytest.fixture
+def fake_gpu_libraries(monkeypatch):
+    return fake_gpu_libraries_on(monkeypatch)
+
+
+def _timer(library: str):
+    from gpuops.bench.cupy_compare import time_cupy
+    from gpuops.bench.torch_compare import time_torch
+
+    return {"torch": time_torch, "cupy": time_cupy}[library]
+
+
+def _element_strides(a: np.ndarray) -> tuple[int, ...]:
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+def test_comparisons_write_the_cases_output_layout(fake_gpu_libraries, library):
+    """A transposed input is read into a row-major output and an NCHW one written channels-last: the layout
+    conversion gpuops does, not an operation in the input's order."""
+    from gpuops.bench import torch_compare as tc
+
+    rng = np.random.default_rng(0)
+    memory = rng.standard_normal(6 * 10).astype(np.float32)
+    transposed = memory.reshape(10, 6).T  # (6, 10) stored column-major, as the targets' transposed inputs
+    nchw = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    row = np.broadcast_to(rng.standard_normal(6).astype(np.float32) + 3, (4, 6))
+    cases = [  # operator, inputs, layout, the output's element strides, NumPy's result
+        ("ELEMENT_WISE_SIGN", [transposed], tc.ROW_MAJOR_OUT, (10, 1), np.sign(transposed)),
+        ("ELEMENT_WISE_SIGN", [nchw], tc.CHANNELS_LAST_OUT, (60, 1, 15, 3), np.sign(nchw)),
+        ("ELEMENT_WISE_SIGN", [nchw], tc.CONTIGUOUS, (60, 20, 5, 1), np.sign(nchw)),
+        ("ELEMENT_WISE_MODULUS_FLOOR", [a, row], tc.BROADCAST, (6, 1), np.remainder(a, row)),
+        ("ELEMENT_WISE_SIGN", [memory], tc.STRIDED_OUT, (2,), np.sign(memory)),
+    ]
+    for operator, inputs, layout, strides, want in cases:
+        result = _timer(library)(operator, None, inputs, np.float32, 3, 1, layout)
+        name, args, out = fake_gpu_libraries[library].calls[-1]
+        assert _element_strides(out) == strides, (layout, name)
+        assert np.array_equal(out, want) and all(np.array_equal(x, y) for x, y in zip(args, inputs)), layout
+        read = sum(x.nbytes for x in inputs) - (row.nbytes - row[0].nbytes if layout == tc.BROADCAST else 0)
+        assert result == {"gpu_median_ns": 2000.0, "gpu_min_ns": 2000.0, "gpu_max_ns": 2000.0,
+                          "bytes": read + want.nbytes, "gbps": (read + want.nbytes) / 2000.0, "layout": layout}
+
+
+@pytest.mark.parametrize("library", ["torch", "cupy"])
+@pytest.mark.parametrize(("operator", "mode", "numpy_function"), [
+    ("ELEMENT_WISE_IS_NAN", None, np.isnan),
+    ("ELEMENT_WISE_IS_INFINITY", 0, np.isinf),
+    ("ELEMENT_WISE_IS_INFINITY", 1, np.isposinf),
+    ("ELEMENT_WISE_IS_INFINITY", 2, np.isneginf),
+])
+def test_predicates_write_into_the_uint8_output(fake_gpu_libraries, library, operator, mode, numpy_function):
+    """torch.isinf takes no out=: the comparison still writes the row-major uint8 output itself, not a tensor in
+    the input's order that would then need a copy."""
+    from gpuops.bench.torch_compare import ROW_MAJOR_OUT
+
+    x = np.array([[0.0, np.inf, -np.inf], [np.nan, -1.0, 2.0]], np.float32).T  # transposed storage
+    result = _timer(library)(operator, mode, [x], np.uint8, 2, 0, ROW_MAJOR_OUT)
+    assert result["layout"] == ROW_MAJOR_OUT and result["bytes"] == x.nbytes + x.size
+    *_, out = fake_gpu_libraries[library].calls[-1]
+    assert _element_strides(out) == (2, 1)  # row-major (3, 2)
+    assert out.view(np.uint8).tolist() == numpy_function(x).astype(np.uint8).tolist()
+
+
+def test_comparisons_refuse_a_layout_the_inputs_cannot_take(fake_gpu_libraries):
+    from gpuops.bench.torch_compare import CHANNELS_LAST_OUT, time_torch
+
+    with pytest.raises(gpuops.ValidationError, match=r"'channels-last out' needs 4-D \(N, C, H, W\) inputs; got "
+                                                     r"shape \(8, 8\)"):
+        time_torch("ELEMENT_WISE_SIGN", None, [np.ones((8, 8), np.float32)], np.float32, 1, 0, CHANNELS_LAST_OUT)
+    with pytest.raises(gpuops.ValidationError, match="comparison layout 'diagonal'; allowed: contiguous"):
+        _timer("cupy")("ELEMENT_WISE_SIGN", None, [np.ones(8, np.float32)], np.float32, 1, 0, "diagonal")
+
+
+def test_comparisons_say_when_their_library_is_missing():
+    from gpuops.bench.cupy_compare import cupy_cuda, time_cupy
+    from gpuops.bench.torch_compare import ROW_MAJOR_OUT, time_torch, torch_cuda
+
+    x = np.ones((4, 4), np.float32)
+    if torch_cuda() is None:
+        assert time_torch("sign", None, [x], np.float32, 1, 0, ROW_MAJOR_OUT) == \
+            {"error": "PyTorch with CUDA is not available"}
+    if cupy_cuda() is None:
+        assert time_cupy("sign", None, [x], np.float32, 1, 0, ROW_MAJOR_OUT) == \
+            {"error": "CuPy with CUDA is not available"}
+
+
+def test_cupy_runs_each_rows_numpy_function():
+    from gpuops.bench.cupy_compare import function_name
+
+    assert [function_name(op, mode) for op, mode in [
+        ("ELEMENT_WISE_SIGN", None), ("ELEMENT_WISE_IS_NAN", None), ("ELEMENT_WISE_IS_INFINITY", None),
+        ("ELEMENT_WISE_IS_INFINITY", 1), ("ELEMENT_WISE_IS_INFINITY", "negative"), ("ELEMENT_WISE_MODULUS_FLOOR", None),
+        ("ELEMENT_WISE_MODULUS_TRUNCATE", None), ("COPY", None)]] == \
+        ["sign", "isnan", "isinf", "isposinf", "isneginf", "remainder", "fmod", "copyto"]
+
+
+def test_nhwc_strides_are_channels_last_and_nchw_sizes_fill_the_count():
+    from gpuops.bench.workload import nchw_sizes, nhwc_strides
+
+    for sizes in [(4, 64, 512, 512), (2, 3, 4, 5), (1, 1, 1, 1)]:
+        n, c, h, w = sizes
+        assert nhwc_strides(sizes) == _element_strides(np.empty((n, h, w, c), np.int8).transpose(0, 3, 1, 2))
+    with pytest.raises(gpuops.ValidationError, match=r"NHWC strides need 4 sizes \(N, C, H, W\); got \(8, 8\)"):
+        nhwc_strides((8, 8))
+    assert nchw_sizes(1 << 26) == (4, 64, 512, 512)
+    assert nchw_sizes(1 << 27) == (4, 64, 512, 1024)
+    assert nchw_sizes(4096) == (4, 64, 4, 4)
+    assert nchw_sizes(3 * (1 << 20)) == (4, 64, 96, 128)
+    for count in (1, 63, 100, 1000, 4096 + 7):
+        sizes = nchw_sizes(count)
+        assert len(sizes) == 4 and 0 < np.prod(sizes) <= count and sizes[2] <= sizes[3], count
+
+
+@pytest.mark.parametrize(("layout", "expected"), [
+    ("packed", "contiguous"), ("transposed", "row-major out"), ("nchw-to-nhwc", "channels-last out"),
+    ("broadcast-b", "broadcast"), ("strided", "contiguous")])
+def test_op_layouts_compare_in_the_same_layout(layout, expected):
+    from gpuops.bench.workload import compare_layout
+
+    sizes = (2, 3, 4, 5) if layout == "nchw-to-nhwc" else (4, 6)
+    assert compare_layout(make_case("modulus_floor", "float32", sizes, layout)) == expected
+    assert compare_layout(make_case("modulus_floor", "float32", (4, 6), "broadcast-a")) == "contiguous"
+    assert compare_layout(make_case("sign", "float32", (4, 6), "broadcast-a")) == "broadcast"  # its last input
+
+
+def test_op_nchw_to_nhwc_compares_channels_last(capsys, tmp_path, fake_gpu_libraries):
+    path = tmp_path / "op.json"
+    status, out, err = run(capsys, "op", "sign", "--dtype", "float16", "--sizes", "2,8,4,6", "--layout",
+                           "nchw-to-nhwc", "-i", "2", "-w", "1", "--compare", "torch,cupy", "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    validate_document(doc)
+    (row,) = doc["results"]
+    assert (row["layout"], row["exact"], row["sizes"]) == ("nchw-to-nhwc", True, [2, 8, 4, 6])
+    assert row["strides"] == {"InputTensor": [192, 24, 6, 1], "OutputTensor": [192, 1, 48, 8]}
+    for library in ("torch", "cupy"):
+        assert row["compare"][library]["layout"] == "channels-last out"
+        *_, written = fake_gpu_libraries[library].calls[-1]
+        assert _element_strides(written) == (192, 1, 48, 8)
+    assert "torch GB/s (channels-last out)" in out and "cupy GB/s (channels-last out)" in out
+
+
+def test_sweep_nchw_to_nhwc_runs_4d_sizes(capsys, tmp_path):
+    path = tmp_path / "sweep.json"
+    status, _, err = run(capsys, "sweep", "--ops", "is_nan", "--dtypes", "float16", "--layout", "nchw-to-nhwc",
+                         "--max-elements", "2048", "-i", "1", "-w", "0", "-q", "--json", path, "--plot",
+                         tmp_path / "sweep.png")
+    assert status == 0, err
+    rows = json.loads(path.read_text())["results"]
+    assert [(r["sizes"], r["strides"]["OutputTensor"], r["exact"]) for r in rows] == \
+        [([4, 64, 2, 2], [256, 1, 128, 64], True), ([4, 64, 2, 4], [512, 1, 256, 64], True)]
+
+
+def test_op_transposed_compares_into_a_row_major_output(capsys, tmp_path, fake_gpu_libraries):
+    path = tmp_path / "op.json"
+    status, out, err = run(capsys, "op", "modulus_truncate", "--sizes", "16,24", "--layout", "transposed", "-i",
+                           "2", "-w", "1", "--compare", "torch", "--json", path)
+    assert status == 0, err
+    (row,) = json.loads(path.read_text())["results"]
+    assert row["strides"]["OutputTensor"] == [24, 1] and row["strides"]["ATensor"] == [1, 16]
+    assert row["compare"]["torch"]["layout"] == "row-major out"
+    name, (a, _), written = fake_gpu_libraries["torch"].calls[-1]
+    assert name == "fmod" and written.flags.c_contiguous and _element_strides(a) == (1, 16)
+    assert "torch GB/s (row-major out)" in out
 
 
 def test_copy_roof_splits_copies_over_the_binding_limit():

@@ -13,10 +13,11 @@ import pytest
 
 from gpuops import DataType, Device
 from gpuops.bench import cli, reference as bench_reference, targets
+from gpuops.bench.torch_compare import COMPARE_LAYOUTS
 from gpuops.bench.workload import Workload
 
-from .test_bench import (DATA_TYPES, NUMBER, OPTIONAL_INT, OPTIONAL_NUMBER, OPTIONAL_STR, expect_keys, one_error_line,
-                         run)
+from .test_bench import (DATA_TYPES, NUMBER, OPTIONAL_INT, OPTIONAL_NUMBER, OPTIONAL_STR, expect_keys,
+                         fake_gpu_libraries_on, one_error_line, run)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -62,10 +63,10 @@ def validate_targets_document(doc: dict) -> None:
     """Every key and type docs/bench-json.md's targets section promises, nothing else."""
     expect_keys(doc, {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict,
                       "versions": dict, "feature_level": str, "runtime_checks": bool, "settings": dict,
-                      "timestamp_conversion": dict, "torch_device": OPTIONAL_STR, "wgsl_copy_gbps": NUMBER,
-                      "torch_copy": dict, "torch_copy_samples": list, "contiguous": list, "packed-2d": list,
-                      "broadcast": list, "transposed": list, "transposed-k": list, "strided-out": list,
-                      "host": (dict, type(None))}, "top")
+                      "timestamp_conversion": dict, "torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR,
+                      "wgsl_copy_gbps": NUMBER, "torch_copy": dict, "torch_copy_samples": list, "contiguous": list,
+                      "packed-2d": list, "broadcast": list, "transposed": list, "nchw-to-nhwc": list,
+                      "transposed-k": list, "strided-out": list, "host": (dict, type(None))}, "top")
     assert (doc["schema"], doc["command"]) == ("gpuops-bench/1", "targets")
     expect_keys(doc["settings"], {"iterations": int, "warmup": int, "repeats": int, "elements": int,
                                   "same_elements": bool, "sections": list, "layouts": list, "match": OPTIONAL_STR,
@@ -84,12 +85,14 @@ def validate_targets_document(doc: dict) -> None:
                                   "large_elements": int, "large_wall_fraction_of_gpu": OPTIONAL_NUMBER}, "host")
 
 
-def validate_torch(entry: dict) -> None:
+def validate_torch(entry: dict, where: str = "torch") -> None:
+    """A `torch` or `cupy` figure."""
     if "error" in entry:
-        expect_keys(entry, {"error": str}, "torch")
+        expect_keys(entry, {"error": str}, where)
     else:
         expect_keys(entry, {"gpu_median_ns": NUMBER, "gpu_min_ns": NUMBER, "gpu_max_ns": NUMBER, "bytes": int,
-                            "gbps": NUMBER}, "torch")
+                            "gbps": NUMBER, "layout": str}, where)
+        assert entry["layout"] in COMPARE_LAYOUTS
 
 
 def validate_row(row: dict, section: str) -> None:
@@ -97,17 +100,23 @@ def validate_row(row: dict, section: str) -> None:
                       "strides": dict, "bytes": int, "exact": bool, "error": OPTIONAL_STR,
                       "gpu_median_ns": OPTIONAL_NUMBER, "gpu_min_ns": OPTIONAL_NUMBER, "gpu_max_ns": OPTIONAL_NUMBER,
                       "host_median_ns": OPTIONAL_NUMBER, "iterations": OPTIONAL_INT, "gbps": OPTIONAL_NUMBER,
-                      "gbps_basis": OPTIONAL_STR, "torch": (dict, type(None))}, section)
+                      "gbps_basis": OPTIONAL_STR, "torch": (dict, type(None)), "cupy": (dict, type(None))},
+                section)
     assert row["dtype"] in DATA_TYPES and row["out_dtype"] in DATA_TYPES
     if not row["exact"]:
         assert row["error"] and row["gbps"] is None and row["gpu_median_ns"] is None and row["torch"] is None
+        assert row["cupy"] is None
         return
     assert row["error"] is None and row["gbps_basis"] in ("gpu", "host")
     timed = row["gpu_median_ns"] if row["gbps_basis"] == "gpu" else row["host_median_ns"]
     assert row["gbps"] == pytest.approx(row["bytes"] / timed)
     assert (row["torch"] is None) == (section in ("packed-2d", "transposed-k"))
-    if row["torch"] is not None:
-        validate_torch(row["torch"])
+    assert (row["cupy"] is None) == (section not in ("transposed", "nchw-to-nhwc"))
+    for library in ("torch", "cupy"):
+        if row[library] is not None:
+            validate_torch(row[library], f"{section}.{library}")
+            expected = targets.TORCH_LAYOUTS[section] if library == "torch" else targets.CUPY_LAYOUTS[section]
+            assert row[library].get("layout", expected) == expected
 
 
 # ------------------------------------------------------------------------------------- the command, measured
@@ -154,6 +163,7 @@ def test_layouts_section_cases(capsys, tmp_path, monkeypatch):
         "packed-2d": (square, {}, 3 * 4096),
         "broadcast": (square, {"b_tensor": [0, 1]}, 4096 + 64 + 4096),
         "transposed": (square, {"a_tensor": [1, 64], "b_tensor": [1, 64]}, 3 * 4096),
+        "nchw-to-nhwc": ([4, 64, 4, 4], {"output_tensor": [1024, 1, 256, 64]}, 3 * 4096),
         "transposed-k": (square, {"a_tensor": [1, 64], "b_tensor": [1, 64], "output_tensor": [1, 64]}, 3 * 4096),
         "strided-out": ([2048], {"output_tensor": [2]}, 3 * 2048),
     }
@@ -171,7 +181,54 @@ def test_layouts_choose_cases_and_skip_wide_strided_outputs(capsys, tmp_path):
     doc = json.loads(path.read_text())
     assert [targets.label(r) for r in doc["packed-2d"]] == ["sign float32", "sign float16"]
     assert [targets.label(r) for r in doc["strided-out"]] == ["sign float16"]  # 8/16-bit outputs only
-    assert doc["broadcast"] == doc["transposed"] == []
+    assert doc["broadcast"] == doc["transposed"] == doc["nchw-to-nhwc"] == []
+
+
+def test_layout_conversions_beside_pytorch_and_cupy(capsys, tmp_path, monkeypatch):
+    """The goals' layout conversions: each row checked, timed, and PyTorch and CuPy (faked here with NumPy) writing
+    the same output layout; their tables rendered."""
+    fake_gpu_libraries = fake_gpu_libraries_on(monkeypatch)
+    path = tmp_path / "layouts.json"
+    status, out, err = run(capsys, "targets", "--elements", "4096", "--only", "layouts", "--layouts", "transposed",
+                           "nchw-to-nhwc", "--match", "^(sign float32|is_infinity-either float16->uint8)$", "-i",
+                           "2", "-q", "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    validate_targets_document(doc)
+    assert doc["settings"]["layouts"] == ["transposed", "nchw-to-nhwc"] and doc["packed-2d"] == []
+    for section, sizes, strides, layout in [
+            ("transposed", [64, 64], (64, 1), "row-major out"),
+            ("nchw-to-nhwc", [4, 64, 4, 4], (1024, 1, 256, 64), "channels-last out")]:
+        rows = {targets.label(row): row for row in doc[section]}
+        assert sorted(rows) == ["is_infinity-either float16->uint8", "sign float32"], section
+        assert all(row["exact"] and row["sizes"] == sizes for row in rows.values())
+        assert rows["is_infinity-either float16->uint8"]["mode"] == 0
+        for library in ("torch", "cupy"):
+            assert {row[library]["layout"] for row in rows.values()} == {layout}
+        title = {"transposed": "Transposed 2-D inputs into a row-major output",
+                 "nchw-to-nhwc": "NCHW inputs into an NHWC output"}[section]
+        assert f"{title} (PyTorch and CuPy: {layout}):" in out
+        assert f"| sign float32 | {'x'.join(map(str, sizes))} | " in out
+    written = [out for _, _, out in fake_gpu_libraries["cupy"].calls]
+    assert sorted({tuple(s // w.itemsize for s in w.strides) for w in written}) == [(64, 1), (1024, 1, 256, 64)]
+    assert targets.render([path]) in out
+
+
+def test_nchw_to_nhwc_runs_without_cuda_libraries(capsys, tmp_path):
+    path = tmp_path / "layouts.json"
+    status, out, err = run(capsys, "targets", "--elements", "4096", "--only", "layouts", "--layouts",
+                           "nchw-to-nhwc", "--match", "sign float32", "-i", "1", "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    validate_targets_document(doc)
+    (row,) = doc["nchw-to-nhwc"]
+    assert row["exact"] and row["strides"] == {"output_tensor": [1024, 1, 256, 64]}
+    assert "nchw-to-nhwc sign float32" in err
+    if doc["torch_device"] is None:
+        assert row["torch"] == {"error": "PyTorch with CUDA is not available"}
+        assert "| sign float32 | 4x64x4x4 | " in out and "n/a (PyTorch with CUDA is not available)" in out
+    if doc["cupy_device"] is None:
+        assert row["cupy"] == {"error": "CuPy with CUDA is not available"}
 
 
 def test_wrong_row_is_reported_and_never_timed(capsys, tmp_path, monkeypatch):
@@ -289,6 +346,27 @@ def test_render_reads_old_and_new_documents_together(tmp_path):
     assert text.count("### ") == 1 and "### NVIDIA H200 (Vulkan), wgpu-native, driver 580.159.04" in text
     assert "| sign float32 | 1234 | " in text
     assert len([line for line in text.splitlines() if line.startswith("| ")]) == 1 + len(old["packed-2d"])
+
+
+def test_render_tells_pytorch_figures_of_another_output_layout_apart(tmp_path):
+    """The committed records' transposed PyTorch figures wrote x.t()'s order; merged with a run that compares the
+    same row-major output, those figures are marked and the conversion table names them."""
+    new = _run("wgpu-native", 4000.0, {"packed-2d": [("ELEMENT_WISE_SIGN", "FLOAT32", 3000.0)],
+                                       "transposed": [("ELEMENT_WISE_SIGN", "FLOAT32", 2000.0)]})
+    (row,) = new["transposed"]
+    row.update(sizes=[8192, 8192], torch={"gbps": 1000.0, "layout": "row-major out"},
+               cupy={"gbps": 800.0, "layout": "row-major out"})
+    (tmp_path / "new.json").write_text(json.dumps(new))
+    old = RESULTS / "h200-wgpu-native-layouts.json"
+    alone = targets.render([old])
+    assert "| PyTorch on x.t() |" in alone and "x.t()'s order" not in alone and "CuPy" not in alone
+    text = targets.render([old, tmp_path / "new.json"])
+    assert "| PyTorch on x.t(), row-major out |" in text
+    assert "| sign float32 | 3000 | " in text and "| 2000 (66%) | 1000 | " in text  # the new row: not marked
+    assert "| 219 (5%) | 3773 (out in x.t()'s order) |" in text  # sign float16 of the record
+    conversions = text[text.index("Transposed 2-D inputs into a row-major output"):]
+    assert "| sign float32 | 8192x8192 | 2000 | 50% | 1000 | 2.00x | 800 | 2.50x |" in conversions
+    assert "| sign float16 | 8192x8192 | 219 | 5% | 3773 (x.t() order) | 0.06x | n/a | n/a |" in conversions
 
 
 def test_percentages_round_down_so_a_goal_is_never_shown_met_when_missed():

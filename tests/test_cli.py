@@ -137,7 +137,8 @@ def no_device(monkeypatch):
     (["op", "sign", "--dtype", "uint64", "--feature-level", "3.0"], "UINT64 is not supported at feature level 3_0"),
     (["op", "modulus_floor", "--sizes", "1,1,1,1,1,1,1,1,1"], "9 dimensions [1, 1, 1, 1, 1, 1, 1, 1, 1] at feature "
                                                               "level 6_4; allowed: 1 to 8"),
-    (["op", "sign", "--compare", "cupy"], "--compare 'cupy'"),
+    (["op", "sign", "--compare", "torch,jax"], "--compare 'jax'; allowed: numpy, torch, cupy"),
+    (["op", "sign", "--layout", "nchw-to-nhwc", "--sizes", "64,64"], "layout 'nchw-to-nhwc' needs 4 sizes"),
     (["sweep", "--dtypes", "float99"], "unknown data type 'float99'"),
     (["sweep", "--ops", "is_nan", "--dtypes", "int8"],
      "nothing to run: the data types asked for (int8) at feature level 6_4: is_nan int8 (IS_NAN takes float32, "

@@ -33,7 +33,7 @@ from .workload import LAYOUT_HELP, LAYOUTS, make_case, make_desc
 
 PROG = "gpuops-bench"
 DISTRIBUTION = "gpuops-webgpu"  # the name gpuops is installed under (pyproject.toml); the import name is gpuops
-COMPARE_CHOICES = ("numpy", "torch")
+COMPARE_CHOICES = ("numpy", "torch", "cupy")
 EXIT_OK, EXIT_WRONG_RESULT, EXIT_USAGE = 0, 1, 2
 
 
@@ -143,8 +143,10 @@ def _timing_options(iterations: int, warmup: int, json_default: str | None = Non
                          help="write the results as JSON (layout: docs/bench-json.md)"
                               + (f"; default {json_default}" if json_default else ""))
     options.add_argument("--compare", action="append", metavar="WHAT",
-                         help="also time the same operation in 'numpy' (CPU) or 'torch' (PyTorch on CUDA, when "
-                              "importable); repeat or separate with commas")
+                         help="also time the same operation in 'numpy' (CPU), 'torch' (PyTorch on CUDA) or 'cupy' "
+                              "(CuPy on CUDA), the last two when importable, with the case's layout (a transposed "
+                              "case into a row-major output, nchw-to-nhwc into a channels-last one); repeat or "
+                              "separate with commas")
     options.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     options.add_argument("--cuda-context", action="store_true",
                          help="hold a CUDA context (through PyTorch, when importable) during the run: NVIDIA drivers "
@@ -229,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="tensor sizes (default 1024,1024)")
     op.add_argument("--layout", choices=LAYOUTS, default="packed", help="memory layout (default packed)")
     op.add_argument("--strides", type=_positive_ints, metavar="S,S,...",
-                    help="explicit element strides of the inputs (the output stays packed)")
+                    help="explicit element strides of the inputs (the output stays packed, or NHWC with --layout "
+                         "nchw-to-nhwc)")
     op.add_argument("--mode", metavar="MODE", help=_mode_help())
     op.set_defaults(handler=run_op)
 
@@ -255,16 +258,17 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="the performance goals (docs/performance.md) beside PyTorch, and their tables",
                                 description="The performance goals' measurements (docs/performance.md): every "
                                             "operator, mode and type pair contiguous, the layouts section (packed "
-                                            "2-D, broadcast, transposed, strided output) and host-side costs, each "
-                                            "row checked against NumPy before it is timed and PyTorch (CUDA) timed "
-                                            "on the same data where importable. Prints the tables; --json writes "
-                                            "the document (docs/bench-json.md), --render prints the tables of "
-                                            "documents written before.",
+                                            "2-D, broadcast, transposed into a row-major output, NCHW into NHWC, "
+                                            "strided output) and host-side costs, each row checked against NumPy "
+                                            "before it is timed, and PyTorch (and CuPy, for the layout conversions) "
+                                            "timed on the same data doing the same work where importable. Prints "
+                                            "the tables; --json writes the document (docs/bench-json.md), --render "
+                                            "prints the tables of documents written before.",
                                 epilog="e.g. gpuops-bench targets --render bench/results/h200-dawn-targets.json "
                                        "bench/results/h200-dawn-layouts.json")
     goals.add_argument("--json", metavar="FILE", help="write the results as JSON (layout: docs/bench-json.md)")
     goals.add_argument("--elements", type=_elements, default=targets.DEFAULT_ELEMENTS, metavar="N",
-                       help="elements of the contiguous rows and of the layouts' squares (default 2^26)")
+                       help="elements of the contiguous rows and of the layouts' cases (default 2^26)")
     goals.add_argument("--same-elements", action="store_true",
                        help="contiguous rows at --elements each (default: narrow types at the copy's tensor bytes)")
     goals.add_argument("-i", "--iterations", type=_count(1), default=10, metavar="N",

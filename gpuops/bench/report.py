@@ -84,7 +84,7 @@ def versions() -> dict:
 
     return {"gpuops": gpuops_version, "wgpu": wgpu.__version__, "wgpu_native": native_version,
             "wgpudawn": _installed("wgpudawn"), "numpy": np.__version__, "python": platform.python_version(),
-            "torch": _installed("torch")}
+            "torch": _installed("torch"), "cupy": _installed_module("cupy")}
 
 
 def _installed(package: str) -> str | None:
@@ -93,6 +93,16 @@ def _installed(package: str) -> str | None:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _installed_module(module: str) -> str | None:
+    """The version of the distribution providing an importable module, without importing it: CuPy is installed
+    under names such as cupy-cuda12x."""
+    for distribution in importlib.metadata.packages_distributions().get(module, []):
+        version = _installed(distribution)
+        if version is not None:
+            return version
+    return None
 
 
 def envelope(command: str, device, conversion, settings: dict) -> dict:
@@ -152,6 +162,14 @@ def _compare_cell(row: dict, what: str) -> str:
     return format_gbps(entry["gbps"])
 
 
+def _compare_layout(results: list[dict], what: str) -> str:
+    """' (row-major out)': the layout a comparison ran in where every row's is the same and not plain contiguous
+    (a transposed case is compared with the library writing a row-major output, not the input's order)."""
+    layouts = {entry.get("layout") for row in results if (entry := row.get("compare", {}).get(what))
+               and "error" not in entry}
+    return f" ({layouts.pop()})" if len(layouts) == 1 and None not in layouts and "contiguous" not in layouts else ""
+
+
 def percent_min_ns(floor_ns: float | None) -> float:
     """The median both kernels need for "% copy" to be shown (see PERCENT_MIN_NS)."""
     return max(PERCENT_MIN_NS, PERCENT_FLOOR_FACTOR * floor_ns) if floor_ns else PERCENT_MIN_NS
@@ -171,7 +189,7 @@ def results_table(results: list[dict], compare: tuple[str, ...] = (), floor_ns: 
     cost of an empty dispatch, which sets where "% copy" is shown."""
     minimum = percent_min_ns(floor_ns)
     headers = ["operator", "types", "sizes", "layout", "GPU median", "min", "max", "GB/s", "% copy", "host/dispatch"]
-    headers += [f"{what} GB/s" for what in compare]
+    headers += [f"{what} GB/s{_compare_layout(results, what)}" for what in compare]
     lines = []
     for row in results:
         name = spec_by_name(row["operator"]).numpy_name

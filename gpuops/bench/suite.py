@@ -18,9 +18,10 @@ from ..operators import OPERATORS, spec_by_name
 from .report import physical_memory
 from .ticks import TickConversion, calibrate
 from .timing import GpuTimer
+from .cupy_compare import cupy_cuda
 from .torch_compare import torch_cuda
-from .workload import (Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure, slot_sizes,
-                       supported_types, tensor_strides)
+from .workload import (Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure, nchw_sizes,
+                       slot_sizes, supported_types, tensor_strides)
 
 DEFAULT_DTYPES = ("float32", "float16", "int32")
 SOFTWARE_DEFAULT_ELEMENTS = 1 << 22  # well under a minute for the whole default table on lavapipe
@@ -58,16 +59,20 @@ class Session:
              hold_cuda_context: bool = False) -> Session:
         """Calibrate the timer and prepare the arena and the copy roof.
 
-        With `hold_cuda_context` (and always with --compare torch, so that every case is timed in the same state)
-        a CUDA context is opened through PyTorch first and held for the run: NVIDIA's driver runs Vulkan compute in
-        a lower performance state while no CUDA context exists on the GPU."""
+        With `hold_cuda_context` (and always with --compare torch or cupy, so that every case is timed in the same
+        state) a CUDA context is opened through PyTorch (else CuPy) first and held for the run: NVIDIA's driver runs
+        Vulkan compute in a lower performance state while no CUDA context exists on the GPU."""
         context = None
-        requested = hold_cuda_context or "torch" in compare
+        requested = hold_cuda_context or "torch" in compare or "cupy" in compare
         if requested:
             torch = torch_cuda()
+            cupy = cupy_cuda() if torch is None else None
             if torch is not None:
                 context = torch.zeros(1, device="cuda")
                 torch.cuda.synchronize()
+            elif cupy is not None:
+                context = cupy.zeros(1)
+                cupy.cuda.Device().synchronize()
         timer = GpuTimer(device)
         conversion = calibrate(device, timer)
         if conversion.tick_ns is None:
@@ -100,7 +105,8 @@ class Session:
     def notes(self) -> list[str]:
         """What a reader of an NVIDIA run must know about the driver's performance state."""
         if self.cuda_requested and not self.cuda_held:
-            return ["no CUDA context was held: PyTorch with CUDA is not available"]
+            return ["no CUDA context was held: PyTorch with CUDA is not available"
+                    + (", nor CuPy with CUDA" if "cupy" in self.compare else "")]
         if not self.cuda_held and self.device.adapter.info.get("vendor_id") == NVIDIA_VENDOR_ID:
             return ["NVIDIA adapter without a CUDA context in use: the driver may run Vulkan compute in a lower "
                     "performance state (some kernels run several times slower); --cuda-context holds one "
@@ -174,7 +180,10 @@ def square_sizes(count: int) -> tuple[int, int]:
 
 
 def layout_sizes(layout: str) -> Callable[[int], tuple[int, ...]]:
-    """1-D tensors for packed runs; 2-D ones where the layout needs an outer dimension to act on."""
+    """1-D tensors for packed runs, 4-D (N, C, H, W) ones for nchw-to-nhwc; 2-D ones where the layout needs an outer
+    dimension to act on."""
+    if layout == "nchw-to-nhwc":
+        return nchw_sizes
     return (lambda n: (n,)) if layout == "packed" else square_sizes
 
 

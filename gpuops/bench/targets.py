@@ -1,5 +1,6 @@
 """`gpuops-bench targets`: the performance goals (docs/performance.md) measured in one run beside PyTorch (CUDA) on
-the same GPU, and the markdown tables of docs/performance.md rendered from such runs.
+the same GPU, and CuPy for the layout conversions, each doing the same work; and the markdown tables of
+docs/performance.md rendered from such runs.
 
 Every kernel's output is compared with NumPy bit for bit before it is timed (workload.Workload). GPU times come from
 timestamp queries, calibrated as in every gpuops-bench run; bandwidth counts the bytes of tensor elements actually
@@ -30,15 +31,18 @@ from ..operators import OPERATORS, SignDesc, spec_by_name
 from ..support import support_row
 from ..tensor import TensorDesc
 from . import report
+from .cupy_compare import cupy_cuda, time_cupy
 from .ticks import calibrate
 from .timing import CopyKernel, GpuTimer, Timing
-from .torch_compare import COPY, time_torch, torch_cuda
-from .workload import Case, Workload, buffer_usage, bytes_moved, operation_label, types_label
+from .torch_compare import (BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, COPY, ROW_MAJOR_OUT, STRIDED_OUT, time_torch,
+                            torch_cuda)
+from .workload import (Case, Workload, buffer_usage, bytes_moved, nchw_sizes, nhwc_strides, operation_label,
+                       types_label)
 
 COMMAND = "targets"
 LEGACY_SCHEMA = "gpuops-targets/1"  # the records in bench/results/ (read by render, never written)
 SECTIONS = ("contiguous", "layouts", "host")
-LAYOUT_SECTIONS = ("packed-2d", "broadcast", "transposed", "transposed-k", "strided-out")
+LAYOUT_SECTIONS = ("packed-2d", "broadcast", "transposed", "nchw-to-nhwc", "transposed-k", "strided-out")
 ROW_SECTIONS = ("contiguous",) + LAYOUT_SECTIONS
 LAYOUT_TYPES = (DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT64)
 DEFAULT_ELEMENTS = 1 << 26
@@ -47,6 +51,9 @@ DEFAULT_ELEMENTS = 1 << 26
 # "mode"), None for an operator without an attribute.
 OPS = [(spec.name, None if spec.mode_attribute is None else int(mode[spec.mode_attribute.name]))
        for spec in OPERATORS for mode in spec.modes()]
+# The layouts section's operators: every one, at its attribute's default (IS_INFINITY either).
+LAYOUT_OPS = [(spec.name, None if spec.mode_attribute is None else int(spec.mode_attribute.default))
+              for spec in OPERATORS]
 
 
 class TargetsDocumentError(GpuOpsError):
@@ -115,26 +122,33 @@ def label(row: dict) -> str:
     return f"{operation_label(row['operator'], row.get('mode'))} {types_label(row['dtype'], row['out_dtype'])}"
 
 
-def layout_cases(operator: str, in_type: DataType, out_type: DataType, n: int) -> dict[str, Case]:
+def layout_cases(operator: str, in_type: DataType, out_type: DataType, n: int, mode: int | None = None) \
+        -> dict[str, Case]:
     """The layouts section's cases, by section: a square of n elements packed, with its last input broadcast along
-    the rows, with its inputs transposed (the output in the inputs' order, or row-major), and n/2 elements written
-    to every second element of the output."""
+    the rows, with its inputs transposed (the output row-major, or in the inputs' order), n/2 elements written to
+    every second element of the output; and n elements (nchw_sizes) read NCHW and written NHWC."""
     spec = spec_by_name(operator)
     side = int(n ** 0.5)
     square = (side, side)
     transposed = {name: (1, side) for name in spec.inputs}
+    nchw = nchw_sizes(n)
     strides = {"packed-2d": (square, {}), "broadcast": (square, {spec.inputs[-1]: (0, 1)}),
                "transposed": (square, transposed),
+               "nchw-to-nhwc": (nchw, {spec.output: nhwc_strides(nchw)}),
                "transposed-k": (square, {**transposed, spec.output: (1, side)}),
                "strided-out": ((n // 2,), {spec.output: (2,)})}
-    return {section: Case(spec.name, in_type, out_type, sizes, field_strides=tuple(fields.items()))
+    member = _member(operator, mode)
+    return {section: Case(spec.name, in_type, out_type, sizes, mode=member, field_strides=tuple(fields.items()))
             for section, (sizes, fields) in strides.items()}
 
 
-# Which sections compare with PyTorch (packed-2d and transposed-k are read against the other cases), and how
-# PyTorch is called for each: on x.t(), with the last input expanded, or into out[::2].
-TORCH_LAYOUTS = {"contiguous": {}, "broadcast": {"broadcast": True}, "transposed": {"transpose": True},
-                 "strided-out": {"strided_out": True}}
+# Which sections compare with PyTorch (packed-2d and transposed-k are read against the other cases), and the layout
+# of PyTorch's call (torch_compare.COMPARE_LAYOUTS): the same work as gpuops' case, so a transposed input is read
+# into a row-major output and an NCHW one written channels-last.
+TORCH_LAYOUTS = {"contiguous": CONTIGUOUS, "broadcast": BROADCAST, "transposed": ROW_MAJOR_OUT,
+                 "nchw-to-nhwc": CHANNELS_LAST_OUT, "strided-out": STRIDED_OUT}
+# The sections also compared with CuPy: the goals' layout conversions.
+CUPY_LAYOUTS = {"transposed": ROW_MAJOR_OUT, "nchw-to-nhwc": CHANNELS_LAST_OUT}
 
 
 class TargetRun:
@@ -157,12 +171,18 @@ class TargetRun:
         options = self.options
         return self.timer.run(record, options.iterations, options.warmup, repeats=options.repeats)
 
-    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType, **layout: bool) -> dict:
+    def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType,
+              layout: str = CONTIGUOUS) -> dict:
         return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.options.iterations,
-                          self.options.warmup, **layout)
+                          self.options.warmup, layout)
+
+    def cupy(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType, layout: str) -> dict:
+        return time_cupy(operator, mode, inputs, out_type.numpy_dtype, self.options.iterations,
+                         self.options.warmup, layout)
 
     def row(self, section: str, case: Case) -> dict:
-        """Check the case against NumPy, then time it, and PyTorch on the same data where the section compares."""
+        """Check the case against NumPy, then time it, and PyTorch and CuPy on the same data where the section
+        compares."""
         moved = bytes_moved(case)
         row = {"operator": case.operator, "mode": None if case.mode is None else int(case.mode),
                "dtype": case.dtype.name, "out_dtype": case.out_dtype.name, "sizes": list(case.sizes),
@@ -172,22 +192,23 @@ class TargetRun:
             mismatch = workload.check()
             row.update(exact=mismatch is None, error=None if mismatch is None else
                        f"{mismatch.describe()}: not timed", gpu_median_ns=None, gpu_min_ns=None, gpu_max_ns=None,
-                       host_median_ns=None, iterations=None, gbps=None, gbps_basis=None, torch=None)
+                       host_median_ns=None, iterations=None, gbps=None, gbps_basis=None, torch=None, cupy=None)
             if mismatch is None:
                 timing = self.time(workload.record)
                 row.update(timing.summary())
                 row.update(_rate(moved, timing))
                 if section in TORCH_LAYOUTS:
-                    transposed = section == "transposed"
-                    # the same data: contiguous, or the same transposed view (x.T's memory is x.T.T)
-                    row["torch"] = self.torch(case.operator, row["mode"],
-                                              [np.ascontiguousarray(x.T if transposed else x)
-                                               for x in workload.inputs], case.out_dtype, **TORCH_LAYOUTS[section])
+                    row["torch"] = self.torch(case.operator, row["mode"], workload.inputs, case.out_dtype,
+                                              TORCH_LAYOUTS[section])
+                if section in CUPY_LAYOUTS:
+                    row["cupy"] = self.cupy(case.operator, row["mode"], workload.inputs, case.out_dtype,
+                                            CUPY_LAYOUTS[section])
         finally:
             workload.release()
         torch_gbps = (row["torch"] or {}).get("gbps")
+        cupy = f"  cupy {(row['cupy'] or {}).get('gbps') or float('nan'):7.0f}" if section in CUPY_LAYOUTS else ""
         self.say(f"{section:12s} {label(row):40s} exact={row['exact']} {row['gbps'] or 0:7.0f} GB/s"
-                 f"  torch {torch_gbps or float('nan'):7.0f}")
+                 f"  torch {torch_gbps or float('nan'):7.0f}{cupy}")
         return row
 
 
@@ -205,6 +226,8 @@ def measure(device: Device, options: TargetOptions, say: Callable[[str], None] |
     doc = report.envelope(COMMAND, device, run.conversion, options.settings())
     torch = torch_cuda()
     doc["torch_device"] = torch.cuda.get_device_name() if torch is not None else None
+    cupy = cupy_cuda()
+    doc["cupy_device"] = _cupy_device_name(cupy) if cupy is not None else None
     copy = CopyKernel(device, n * 4)
     doc["wgsl_copy_gbps"] = _rate(copy.bytes_moved, run.time(copy.record))["gbps"]
     copy.release()
@@ -230,14 +253,14 @@ def measure(device: Device, options: TargetOptions, say: Callable[[str], None] |
         doc["torch_copy"] = max(copies, key=lambda c: c.get("gbps") or 0)
         run.say(f"torch copy after the rows {copies[-1].get('gbps', 0):.0f} GB/s")
     if "layouts" in options.sections:
-        # The operators without a mode, each at its default output type.
-        for operator, mode in [(o, m) for o, m in OPS if m is None]:
+        # Every operator at its default mode and output type.
+        for operator, mode in LAYOUT_OPS:
             spec = spec_by_name(operator)
             for in_type, out_type in type_pairs(operator, level):
                 if in_type not in LAYOUT_TYPES or out_type != spec.output_type(in_type) \
                         or not run.wanted(operator, mode, in_type, out_type):
                     continue
-                cases = layout_cases(operator, in_type, out_type, n)
+                cases = layout_cases(operator, in_type, out_type, n, mode)
                 for section in options.layouts:
                     if section == "strided-out" and out_type.size >= 4:
                         continue
@@ -250,6 +273,14 @@ def measure(device: Device, options: TargetOptions, say: Callable[[str], None] |
 def _member(operator: str, mode: int | None):
     attribute = spec_by_name(operator).mode_attribute
     return None if attribute is None else attribute.parse(mode)
+
+
+def _cupy_device_name(cupy) -> str | None:
+    try:
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    except Exception:  # CuPy's CUDA errors share no base class; the name is a label, not a measurement
+        return None
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def wrong_rows(doc: dict) -> list[dict]:
@@ -408,6 +439,44 @@ def _copy_samples(data: dict) -> str:
     return f" (the faster of {', '.join(f'{g:.0f}' for g in samples)})" if len(samples) > 1 else ""
 
 
+def _torch_layout(row: dict) -> str | None:
+    """The layout PyTorch ran the row in; None in records that did not say (PyTorch wrote x.t()'s order)."""
+    return (row.get("torch") or {}).get("layout")
+
+
+# The goals' layout conversions, each in a table against the copy roof, PyTorch and CuPy doing the same work.
+CONVERSIONS = {"transposed": ("Transposed 2-D inputs into a row-major output", "row-major out"),
+               "nchw-to-nhwc": ("NCHW inputs into an NHWC output", "channels-last out")}
+
+
+def _conversion_tables(data: dict) -> list[str]:
+    """A table per layout conversion of the documents that record CuPy beside PyTorch (older records have the
+    transposed rows in the layouts table only)."""
+    out = []
+    for section, (title, out_layout) in CONVERSIONS.items():
+        rows = data.get(section) or []
+        if not any("cupy" in row for row in rows):
+            continue
+        out += [f"{title} (PyTorch and CuPy: {out_layout}):", "",
+                ("| operator, types | sizes | GB/s | % of torch copy | PyTorch GB/s | vs PyTorch | CuPy GB/s | "
+                 "vs CuPy |"), "|---|---|---|---|---|---|---|---|"]
+        for row in rows:
+            gbps = row.get("gbps")
+            cells = []
+            for library in ("torch", "cupy"):
+                entry = row.get(library) or {}
+                theirs, note = entry.get("gbps"), entry.get("error", "")
+                if library == "torch" and theirs and entry.get("layout") != out_layout:
+                    note = f"{entry.get('layout') or 'x.t() order'}"  # a merged record of another layout
+                cells.append(f"{theirs:.0f}" + (f" ({note})" if note else "") if theirs else
+                             f"n/a ({note[:40]})" if note else "n/a")
+                cells.append(f"{gbps / theirs:.2f}x" if theirs and gbps else "n/a")
+            out.append(f"| {label(row)} | {'x'.join(map(str, row['sizes']))} | {_gbps(gbps)} | "
+                       f"{_pct(gbps, row.get('_copy'))} | {' | '.join(cells)} |")
+        out.append("")
+    return out
+
+
 def render(paths: list[str | Path]) -> str:
     """The markdown tables of the targets documents in these files (see render_documents)."""
     return render_documents([load(path) for path in paths])
@@ -460,9 +529,12 @@ def render_documents(documents: list[dict]) -> str:
             out.append("")
         if data.get("packed-2d"):
             packed = {label(r): r.get("gbps") for r in data["packed-2d"]}
+            # A transposed row's PyTorch figure without a layout (the gpuops-targets/1 records) wrote x.t()'s order.
+            row_major = any(_torch_layout(r) == ROW_MAJOR_OUT for r in data.get("transposed") or [])
             out += ["| operator, types | packed 2-D GB/s | broadcast (goal 90%) | transposed input, output in the "
-                    "input's order (PyTorch's layout) | true transpose (row-major output) | PyTorch on x.t() | "
-                    "strided output, 8/16-bit (goal 50%) |", "|---|---|---|---|---|---|---|"]
+                    "input's order (PyTorch's layout) | true transpose (row-major output) | PyTorch on x.t()"
+                    f"{', row-major out' if row_major else ''} | strided output, 8/16-bit (goal 50%) |",
+                    "|---|---|---|---|---|---|---|"]
             by = {sec: {label(r): r for r in data.get(sec) or []} for sec in
                   ("broadcast", "transposed", "transposed-k", "strided-out")}
             for name, base in packed.items():
@@ -473,10 +545,14 @@ def render_documents(documents: list[dict]) -> str:
                     torch_gbps = (row.get("torch") or {}).get("gbps") if sec in ("broadcast", "strided-out") else None
                     theirs = f"; PyTorch {torch_gbps:.0f}" if torch_gbps else ""
                     return f"{_gbps(row.get('gbps'))} ({_pct(row.get('gbps'), base)}){theirs}"
-                torch_t = (by["transposed"].get(name, {}).get("torch") or {}).get("gbps")
+                transposed_row = by["transposed"].get(name, {})
+                torch_t = (transposed_row.get("torch") or {}).get("gbps")
+                order = " (out in x.t()'s order)" if row_major and _torch_layout(transposed_row) is None else ""
                 out.append(f"| {name} | {_gbps(base)} | {cell('broadcast')} | {cell('transposed-k')} | "
-                           f"{cell('transposed')} | {f'{torch_t:.0f}' if torch_t else 'n/a'} | {cell('strided-out')} |")
+                           f"{cell('transposed')} | {f'{torch_t:.0f}{order}' if torch_t else 'n/a'} | "
+                           f"{cell('strided-out')} |")
             out.append("")
+        out += _conversion_tables(data)
         host = data.get("host")
         if host:
             out += ["| host-side measure | value | goal |", "|---|---|---|"]

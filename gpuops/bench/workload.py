@@ -25,13 +25,16 @@ from ..operators import OPERATORS, OperatorSpec, spec_by_name
 from ..support import support_row
 from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
 from . import reference
+from .cupy_compare import time_cupy
 from .timing import CopyKernel, GpuTimer
-from .torch_compare import time_torch
+from .torch_compare import BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, ROW_MAJOR_OUT, time_torch
 
-LAYOUTS = ("packed", "transposed", "broadcast-a", "broadcast-b", "strided")
+LAYOUTS = ("packed", "transposed", "nchw-to-nhwc", "broadcast-a", "broadcast-b", "strided")
 LAYOUT_HELP = {
     "packed": "every tensor row-major and contiguous",
-    "transposed": "inputs stored transposed (strides of the reversed shape; 2 or more dimensions)",
+    "transposed": "inputs stored transposed (strides of the reversed shape; 2 or more dimensions), the output "
+                  "row-major",
+    "nchw-to-nhwc": "4-D sizes N,C,H,W: inputs packed NCHW, the output stored NHWC (channels-last)",
     "broadcast-a": "the first input repeats along the outer dimension (stride 0)",
     "broadcast-b": "the second input repeats along the outer dimension (stride 0; binary operators)",
     "strided": "every input and the output step 2 elements along the innermost dimension",
@@ -107,6 +110,9 @@ def make_case(operator: str, dtype: str | DataType = "float32", sizes=(1024, 102
         raise ValidationError(f"unknown layout {layout!r}; allowed: {', '.join(LAYOUTS)}")
     if layout == "transposed" and len(sizes) < 2:
         raise ValidationError("layout 'transposed' needs 2 or more dimensions, e.g. --sizes 1024,1024")
+    if layout == "nchw-to-nhwc" and len(sizes) != 4:
+        raise ValidationError(f"layout 'nchw-to-nhwc' needs 4 sizes (N, C, H, W), e.g. --sizes 4,64,32,32; got "
+                              f"{len(sizes)} ({','.join(map(str, sizes))})")
     if layout == "broadcast-b" and len(spec.inputs) < 2:
         raise ValidationError(f"layout 'broadcast-b' needs a second input; {spec.numpy_name} has one")
     strides = None
@@ -159,6 +165,8 @@ def tensor_strides(case: Case) -> dict[str, tuple[int, ...]]:
     spec, sizes = case.spec, case.sizes
     packed = packed_strides(sizes)
     strides = {name: packed for name in spec.tensor_fields}
+    if case.layout == "nchw-to-nhwc":
+        strides[spec.output] = nhwc_strides(sizes)
     if case.input_strides is not None:
         return {**strides, **{name: case.input_strides for name in spec.inputs}}
     if case.layout == "transposed":
@@ -173,6 +181,43 @@ def tensor_strides(case: Case) -> dict[str, tuple[int, ...]]:
         strides = {name: doubled[:-1] + (2,) for name in spec.tensor_fields}
     strides.update(case.field_strides)
     return strides
+
+
+def nhwc_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a tensor indexed (N, C, H, W) and stored NHWC (channels-last): (H*W*C, 1, W*C, C)."""
+    if len(sizes) != 4:
+        raise ValidationError(f"NHWC strides need 4 sizes (N, C, H, W); got {tuple(sizes)}")
+    _, c, h, w = sizes
+    return (h * w * c, 1, w * c, c)
+
+
+def nchw_sizes(count: int, channels: int = 64, batch: int = 4) -> tuple[int, int, int, int]:
+    """(N, C, H, W) of at most `count` elements: `batch` images of `channels` channels (fewer of both where `count`
+    is too small for them) on a plane of H x W = count // (N*C), as square as that allows; (4, 64, 512, 512) for
+    2^26."""
+    if count < 1:
+        raise ValidationError(f"nchw_sizes: count {count}; must be at least 1")
+    batch = max(1, min(batch, count // channels))
+    channels = max(1, min(channels, count // batch))
+    plane = count // (batch * channels)
+    h = next(h for h in range(math.isqrt(plane), 0, -1) if plane % h == 0)
+    return batch, channels, h, plane // h
+
+
+def compare_layout(case: Case) -> str:
+    """How PyTorch and CuPy lay out the case's tensors to do the same work (torch_compare.COMPARE_LAYOUTS): a
+    transposed case reads x.T's memory into a row-major output, an NCHW one writes channels-last, a broadcast of the
+    last input expands one row; other strided cases are compared on their inputs made contiguous."""
+    if case.input_strides is not None:
+        return CONTIGUOUS
+    if case.layout == "transposed":
+        return ROW_MAJOR_OUT
+    if case.layout == "nchw-to-nhwc":
+        return CHANNELS_LAST_OUT
+    broadcast = {"broadcast-a": 0, "broadcast-b": 1}.get(case.layout)
+    if broadcast is not None and broadcast == len(case.spec.inputs) - 1 and len(case.sizes) == 2:
+        return BROADCAST
+    return CONTIGUOUS
 
 
 def make_desc(case: Case) -> object:
@@ -418,8 +463,8 @@ def measure(workload: Workload, timer: GpuTimer, roof: CopyRoof, iterations: int
     for what in compare:
         if what == "numpy":
             row["compare"]["numpy"] = time_numpy(workload, iterations, warmup, moved)
-        elif what == "torch":
-            row["compare"]["torch"] = torch_row(workload, iterations, warmup, moved)
+        elif what in COMPARISONS:
+            row["compare"][what] = gpu_comparison(what, workload, iterations, warmup, moved)
     return row
 
 
@@ -454,14 +499,20 @@ def time_numpy(workload: Workload, iterations: int, warmup: int, moved: int) -> 
             "gbps": moved / median, "device": "cpu"}
 
 
-def torch_row(workload: Workload, iterations: int, warmup: int, moved: int) -> dict:
-    """PyTorch on CUDA on the same data, rated with the same byte count as gpuops (its own count is kept too)."""
+# Other libraries doing the same work on a CUDA GPU: the function timing it, and the name of its own byte count.
+COMPARISONS = {"torch": (time_torch, "torch_counted_bytes"), "cupy": (time_cupy, "cupy_counted_bytes")}
+
+
+def gpu_comparison(what: str, workload: Workload, iterations: int, warmup: int, moved: int) -> dict:
+    """PyTorch or CuPy (`what`) on CUDA on the same data laid out as the case (compare_layout), rated with the same
+    byte count as gpuops (its own count is kept too)."""
     case = workload.case
     mode = int(case.mode) if case.mode is not None else None
-    # Writable contiguous copies: the inputs are read-only strided views, which torch.from_numpy warns about.
-    result = time_torch(case.operator, mode, [np.array(x, order="C") for x in workload.inputs],
-                        case.out_dtype.numpy_dtype, iterations, warmup)
+    timer, counted = COMPARISONS[what]
+    result = timer(case.operator, mode, workload.inputs, case.out_dtype.numpy_dtype, iterations, warmup,
+                   compare_layout(case))
     if "error" in result:
         return {"error": result["error"]}
     return {"median_ns": result["gpu_median_ns"], "min_ns": result["gpu_min_ns"], "max_ns": result["gpu_max_ns"],
-            "gbps": moved / result["gpu_median_ns"], "torch_counted_bytes": result["bytes"], "device": "cuda"}
+            "gbps": moved / result["gpu_median_ns"], counted: result["bytes"], "device": "cuda",
+            "layout": result["layout"]}
