@@ -18,31 +18,16 @@ import wgpu
 
 import gpuops
 from gpuops.bench import cli, reference as bench_reference
-from gpuops.bench.cli import main
 from gpuops.bench.model import format_value
 from gpuops.bench.torch_compare import COMPARE_LAYOUTS
 from gpuops.bench.workload import Workload, bytes_moved, make_case
 
+from .cli_run import one_error_line, run
 from .reference import assert_same_bits, reference
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "bench" / "models"
 EXAMPLE = MODELS / "sign_in_place.json"  # the DxDispatch format's own example, verbatim
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
-def one_error_line(err: str) -> str:
-    """A refusal is exactly one line on stderr, with the tool's prefix and no traceback."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("gpuops-bench: error: "), err
-    assert "Traceback" not in err
-    return lines[0].removeprefix("gpuops-bench: error: ")
 
 
 # ------------------------------------------------------------------------------------ the JSON schema, checked

@@ -23,25 +23,13 @@ import pytest
 import gpuops
 from gpuops import backends
 from gpuops.bench import cli, report
-from gpuops.bench.cli import main
 from gpuops.bench.suite import Session
+
+from .cli_run import one_error_line, run
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "bench" / "models"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    status = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
-def one_error_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith("gpuops-bench: error: ") and "Traceback" not in err, err
-    return lines[0].removeprefix("gpuops-bench: error: ")
 
 
 # ------------------------------------------------------------------------------------ name, version, license
