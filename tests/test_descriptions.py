@@ -1,6 +1,6 @@
 """Enumerations and descriptions: DirectML's numeric values, parsing, frozen/hashable values, implied sizes.
 
-No GPU needed. Expected values are transcribed from shared/reference/directml.md.
+No GPU needed. Expected values are transcribed from DirectML's documentation (docs/semantics.md restates them).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""validate(desc, feature_level): every rule of the contract (shared/reference/directml.md), no GPU needed.
+"""validate(desc, feature_level): every rule of the contract (docs/semantics.md), no GPU needed.
 
 Each rule is checked both ways: a valid description is accepted, and each broken variant is refused with a
 ValidationError whose `.field` is the exact field path, whose `.operator` is the DML_OPERATOR_... name, and whose
@@ -37,7 +37,7 @@ T = DataType
 L = FeatureLevel
 
 # ---------------------------------------------------------------------------------------------------------------
-# The contract, transcribed from directml.md (independent of gpuops/support.py).
+# The contract, transcribed from DirectML's documentation (independent of gpuops/support.py).
 # ---------------------------------------------------------------------------------------------------------------
 
 FLOATS = frozenset({T.FLOAT32, T.FLOAT16})
