@@ -237,16 +237,22 @@ class Device:
                 staging.destroy()
 
     def wait(self, promise, operator: str, step: str):
-        """`promise.sync_wait()`, bounded by `wait_timeout` and ended by the device's loss, holding no lock."""
+        """`promise.sync_wait()`: on wgpu-native bounded by `wait_timeout`, ended by the device's loss and holding no
+        lock; on Dawn inside Dawn, which ends it on loss."""
         event = getattr(promise, "_thread_event", None)  # wgpu-py's: set when the callback has run
-        if event is not None:
-            deadline = time.monotonic() + self.wait_timeout
-            while not event.wait(_WAIT_STEP):
-                if self._watch.lost is not None:
-                    raise self.lost_error(operator, step)
-                if time.monotonic() > deadline:
-                    raise DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} did not finish "
-                                      f"in {self.wait_timeout} seconds (Device.wait_timeout)")
+        if event is None or self.backend != "wgpu-native":
+            # Dawn delivers a promise's result only to a thread waiting inside Dawn (nothing polls it meanwhile), and
+            # its objects are not thread-safe: the wait happens there, under the device's lock, and Dawn ends it
+            # when the device is lost.
+            with self._lock, self.explained(operator, step):
+                return promise.sync_wait()
+        deadline = time.monotonic() + self.wait_timeout
+        while not event.wait(_WAIT_STEP):  # wgpu-native's poll thread sets it
+            if self._watch.lost is not None:
+                raise self.lost_error(operator, step)
+            if time.monotonic() > deadline:
+                raise DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} did not finish "
+                                  f"in {self.wait_timeout} seconds (Device.wait_timeout)")
         with self.explained(operator, step):
             return promise.sync_wait()
 
