@@ -32,19 +32,18 @@ class Binding:
             raise ValidationError(f"Binding.buffer: {shown(self.buffer)} ({type(self.buffer).__name__}) is not a "
                                   f"GPUBuffer of {' or '.join(BACKENDS.values())}")
         # Normalised to Python ints: NumPy integers are welcome, and the values stay exact and hashable alike.
-        offset = integer_value(self.offset)
-        if offset is None or offset < 0:
-            raise ValidationError(f"Binding.offset: {shown(self.offset)}; allowed: an integer (int or NumPy "
-                                  "integer) of at least 0")
-        if type(self.offset) is not int:
-            object.__setattr__(self, "offset", offset)
+        self._normalise("offset", "")
         if self.size is not None:
-            size = integer_value(self.size)
-            if size is None or size < 0:
-                raise ValidationError(f"Binding.size: {shown(self.size)}; allowed: None (the rest of the buffer) "
-                                      "or an integer (int or NumPy integer) of at least 0")
-            if type(self.size) is not int:
-                object.__setattr__(self, "size", size)
+            self._normalise("size", "None (the rest of the buffer) or ")
+
+    def _normalise(self, field: str, also_allowed: str) -> None:
+        value = getattr(self, field)
+        number = integer_value(value)
+        if number is None or number < 0:
+            raise ValidationError(f"Binding.{field}: {shown(value)}; allowed: {also_allowed}an integer (int or NumPy "
+                                  "integer) of at least 0")
+        if type(value) is not int:
+            object.__setattr__(self, field, number)
 
     @property
     def resolved_size(self) -> int:
