@@ -177,7 +177,7 @@ class DispatchPolicy:
     Tests pass small values to run every grid on little data; benchmarks try other shapes."""
 
     workgroup_size: int = DEFAULT_WORKGROUP_SIZE
-    units_per_invocation: int | None = None  # None: tuned_units_per_invocation
+    units_per_invocation: int | None = None  # None: the planner's choice per kernel
     max_workgroups_per_dimension: int | None = None  # None: the adapter's limit
     binding_size_limit: int | None = None  # None: the adapter's max-storage-buffer-binding-size
     max_buffer_size: int | None = None  # None: the adapter's max-buffer-size (the NumPy-level functions' uploads)

@@ -225,7 +225,7 @@ CHUNK_ROW_CASES = [pytest.param(c, id=i) for c, i in op_cases() if i in (
 @pytest.mark.parametrize("row_stride", [96, 97], ids=["aligned-rows", "unaligned-rows"])
 @pytest.mark.parametrize("case", CHUNK_ROW_CASES)
 def test_chunk_rows_only_where_every_unit_is_whole(device, monkeypatch, case, row_stride):
-    """An input in padded rows is declared to move by whole chunks (KernelKey.chunk_rows: no gather path in its
+    """An input in padded rows is declared to move by whole chunks (Form.CHUNK_ROWS: no gather path in its
     kernel) only where every row starts on a unit; rows of an odd stride are gathered where they must be."""
     operator, mode, in_type, out_type = case
     names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)

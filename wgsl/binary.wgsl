@@ -8,11 +8,11 @@ fn compute(a: InElem, b: InElem) -> OutElem {
     return op(a, b);
 }
 
-// DIVISOR_ROWS (KernelKey.divisor_rows): b alone is the same on every row (zero strides outside its rows), so an
+// DIVISOR_ROWS (plan.Grid.DIVISOR_ROWS): b alone is the same on every row (zero strides outside its rows), so an
 // invocation loads its unit of b once and divides the unit's column in the group's four rows (ROW_GROUP, 4 wherever
 // DIVISOR_ROWS is set) by it. The four rows' dividends are loaded before any is divided: with b read from the
 // cache, a warp that loaded one row's unit at a time kept too few loads in flight to cover the memory's latency
-// (gpuops/shaders.py: DIVISOR_ROW_TYPES). The entry point comes here before the workgroup is prepared
+// (the operator row's TypePolicy.divisor_rows). The entry point comes here before the workgroup is prepared
 // (prepare_workgroup: the 8-bit division table), which happens after the loads, so that the table's fill and its
 // barrier run while the loads are in flight. Every invocation reaches the barrier: a lane past its row's end loads
 // the row's last unit and stores nothing. A partial last group takes its last row again in place of the rows it
@@ -60,7 +60,7 @@ fn run_divisor_rows(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     }
 }
 
-// DIVISOR_ROWS_LOOPED (KernelKey.divisor_rows_looped: float16): the group's rows one after the other, b's unit
+// DIVISOR_ROWS_LOOPED (plan.Grid.DIVISOR_ROWS_LOOPED: float16): the group's rows one after the other, b's unit
 // loaded once before them. The rows are not written out one by one as in run_divisor_rows: float16's lane-by-lane
 // fallback (lib/f16_bits.wgsl) would then be copied for every lane of every row, and the registers it takes cost
 // more warps than the shared loads save; looped, the kernel keeps one copy. What it saves is b's load and the

@@ -83,7 +83,7 @@ fn unit_is_chunk(operand: u32, first_offsets: vec3<u32>, in_row: bool) -> bool {
 }
 
 // Every unit of the operand is whole chunks (or words) at its offset: linear, or rows of whole aligned units
-// (KernelKey.chunk_rows, checked on the host). A constant, so that kernels where it holds keep no gather or scatter
+// (plan.Form.CHUNK_ROWS, checked on the host). A constant, so that kernels where it holds keep no gather or scatter
 // path: unused code still takes registers from every invocation.
 fn units_whole(operand: u32, linear: bool) -> bool {
     return linear || (operand == OPERAND_A && A_CHUNK_ROWS) || (operand == OPERAND_B && B_CHUNK_ROWS)
@@ -125,7 +125,7 @@ fn row_offsets(row: u32) -> vec3<u32> {
     return offsets + rest * dim_strides(0u);
 }
 
-// The ROWS grid (gpuops/device.py: _rows_grid): y and z count groups of ROW_GROUP rows, x counts blocks of one
+// The ROWS grid (gpuops/plan.py: rows_grid): y and z count groups of ROW_GROUP rows, x counts blocks of one
 // row, WORKGROUP_SIZE * UNITS_PER_INVOCATION units each. The first row of workgroup `group`'s group of rows:
 fn group_first_row(group: vec3<u32>, groups: vec3<u32>) -> u32 {
     return (group.z * groups.y + group.y) * ROW_GROUP;

@@ -197,7 +197,7 @@ fn scatter_unit_chunks(out: vec4<u32>, first: u32, first_offsets: vec3<u32>, in_
 
 // Stepped outputs (OUT_STEP 2: an output of innermost stride 2 where every unit's span, the unit's elements and
 // those between them, is one aligned chunk (units of half a chunk's elements) or two words (float32 -> uint8);
-// gpuops/device.py checks that for every unit): a unit's results go to every second element of its span, whose
+// gpuops/plan.py checks that for every unit): a unit's results go to every second element of its span, whose
 // words are read together and then written once each, the elements between keeping their values. No loop over the
 // elements, consecutive invocations store consecutive chunks, and the kernel holds no element-by-element fallback
 // (whose registers every invocation would pay for).

@@ -2,7 +2,7 @@
 // gives one output word. A unit is one input chunk (UNIT 4): with units of a whole output chunk, four input chunks
 // each, a warp's loads would leave gaps of three chunks between invocations. In replicated rows (ROW_GROUP > 1) a
 // unit's results are stored to several rows and its stores dominate: there a unit is a whole output chunk
-// (UNIT 16), stored whole (see gpuops/shaders.py, UNIT_SHAPES).
+// (UNIT 16), stored whole (see gpuops/plan.py, UNIT_SHAPES).
 
 fn chunk_results(a: vec4<u32>) -> u32 {
     return word_results(a.x, 0u).x | (word_results(a.y, 0u).x << 8u) | (word_results(a.z, 0u).x << 16u)
