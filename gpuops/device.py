@@ -206,35 +206,24 @@ class Device:
     def read_buffer(self, buffer: wgpu.GPUBuffer, offset: int = 0, size: int | None = None, *,
                     what: str = "Device.read_buffer") -> memoryview:
         """The bytes of a region of `buffer` (its usage must include COPY_SRC), once the work submitted before
-        has run. The wait is bounded (`wait_timeout` seconds) and holds no lock, and a lost device ends it with
-        DeviceError. `what` names the operation in errors."""
+        has run: the NumPy-level read-back (pool.read_back), into a copy of its own. The wait is bounded on
+        wgpu-native and holds no lock there, and a lost device ends it with DeviceError. `what` names the
+        operation in errors."""
+        from .pool import pool_of, read_back  # (pool builds on this module)
+
         size = buffer.size - offset if size is None else size
-        usage = self.wgpu.BufferUsage
+        data = bytearray(size)
+
+        def fill(mapped: memoryview) -> None:
+            data[:] = mapped[:size]
+
         with self._lock:
             if self._watch.lost is not None:
                 raise self.lost_error(what, "reading back")
             with self.explained(what, "preparing the read-back"):
-                staging = self.wgpu_device.create_buffer(label="gpuops read-back", size=size,
-                                                         usage=usage.MAP_READ | usage.COPY_DST)
-        try:
-            with self._lock, self.explained(what, "preparing the read-back"):
                 encoder = self.wgpu_device.create_command_encoder(label="gpuops read-back")
-                encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
-            self.submit(encoder, what, [(what, None, buffer)])
-            with self._lock, self._watch.submit_lock:  # wgpu-native may submit when a mapping begins
-                if self._watch.lost is not None:
-                    raise self.lost_error(what, "reading back")
-                with self.explained(what, "mapping the read-back"):
-                    # wgpu-native's own name for a read mapping that submits nothing first: the copy was submitted
-                    promise = staging.map_async("READ_NOSYNC" if self.backend == "wgpu-native" else "READ")
-            self.wait(promise, what, "waiting for the read-back")
-            with self._lock, self.explained(what, "reading back"):
-                data = staging.read_mapped()
-                staging.unmap()
-            return data
-        finally:
-            with self._lock, contextlib.suppress(Exception):  # a lost device's buffer: nothing to free
-                staging.destroy()
+        read_back(self, pool_of(self), encoder, buffer, offset, size, fill, what, uses=[(what, None, buffer)])
+        return memoryview(data)
 
     def wait(self, promise, operator: str, step: str):
         """`promise.sync_wait()`: on wgpu-native bounded by `wait_timeout`, ended by the device's loss and holding no
