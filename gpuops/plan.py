@@ -19,6 +19,7 @@ no B). `gpuops.footprint` models, from a plan alone, which bytes its kernels rea
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -323,7 +324,7 @@ def plan_dispatches(spec: OperatorSpec, desc: object, tensors: tuple[TensorDesc,
                                                        limits)
         linear = {op: it.is_linear(i) and windows[op].base_element * element_sizes[op] % 16 == 0
                   for i, op in enumerate(operands)}
-        if UNIT_SHAPES[output_type.size / input_type.size][0] != "double_width_out.wgsl" or input_type.size == 8:
+        if output_type.size != 2 * input_type.size:  # (units twice as wide as their input read its words)
             # A linear input whose window can be whole chunks needs no word view (its units read chunks; a partial
             # last unit reads its words through the chunk view): one view fewer to validate and track per dispatch.
             for op in inputs:
@@ -438,6 +439,7 @@ class _Shape:
 
     # -- the TILES grid --------------------------------------------------------------------------------------------
 
+    @functools.cached_property
     def tile_plane(self) -> TilePlane | None:
         """The plane a TILES kernel would tile, or None where it does not apply: an input read across the output's
         rows (a stride along them other than 0 and 1, and a dimension of stride 1 elsewhere, its "fast" one),
@@ -465,7 +467,7 @@ class _Shape:
         layout does not suit one or its tiles need more workgroups than a grid holds. Its output stores are
         plain where every output row starts on a word (the last, partial word of a row has no other element);
         8/16-bit outputs in rows of other pitches share words between rows and tiles, stored with atomics."""
-        plane = self.tile_plane()
+        plane = self.tile_plane
         if plane is None:
             return None
         it, shape = plane.iteration, plane.shape
@@ -493,7 +495,7 @@ class _Shape:
         the output's binding."""
         if all(self.linear.values()) or self.it.rank < 2:
             return [Grid.FLAT]
-        candidates = [Grid.TILES] if self.tile_plane() is not None else []
+        candidates = [Grid.TILES] if self.tile_plane is not None else []
         if self.separate:
             same = [not any(self.strides[op][:-1]) for op in self.operands[:-1]]
             divisor_rows = self.spec.type_policy(self.input_type).divisor_rows
