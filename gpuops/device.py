@@ -21,6 +21,7 @@ from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
 from .operators import OperatorSpec, spec_of
 from . import shaders
+from .pool import BufferPool, read_back
 from .plan import BoundRegion, DispatchPlan, DispatchPolicy, KernelKey, PlanLimits, operands_of, plan_dispatches
 from .shaders import READ, shader_source
 from .tensor import TensorDesc
@@ -98,6 +99,7 @@ class Device:
         self._plan_cache = _PlanCache()
         self._plans = self._plan_cache.plans  # (compiled operator, each buffer's watch key, offset, size) -> dispatches
         self._compiled: OrderedDict[tuple[object, FeatureLevel], CompiledOperator] = OrderedDict()
+        self.pool = BufferPool()  # the NumPy-level functions' buffers and binding tables, and read-back staging
 
     def placeholder(self, access: str) -> wgpu.GPUBuffer:
         """A 16-byte buffer bound where a view is declared but has nothing to reach (one per access mode, so
@@ -209,8 +211,6 @@ class Device:
         has run: the NumPy-level read-back (pool.read_back), into a copy of its own. The wait is bounded on
         wgpu-native and holds no lock there, and a lost device ends it with DeviceError. `what` names the
         operation in errors."""
-        from .pool import pool_of, read_back  # (pool builds on this module)
-
         size = buffer.size - offset if size is None else size
         data = bytearray(size)
 
@@ -222,7 +222,7 @@ class Device:
                 raise self.lost_error(what, "reading back")
             with self.explained(what, "preparing the read-back"):
                 encoder = self.wgpu_device.create_command_encoder(label="gpuops read-back")
-        read_back(self, pool_of(self), encoder, buffer, offset, size, fill, what, uses=[(what, None, buffer)])
+        read_back(self, self.pool, encoder, buffer, offset, size, fill, what, uses=[(what, None, buffer)])
         return memoryview(data)
 
     def wait(self, promise, operator: str, step: str):

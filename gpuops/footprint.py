@@ -1,8 +1,8 @@
 """A CPU model of what a planned dispatch touches, derived from its plan alone.
 
-`footprint(plan, ...)` walks every invocation of a DispatchPlan's grid as the kernel does (wgsl/common.wgsl,
-narrow.wgsl, wide.wgsl, binary.wgsl, tiles*.wgsl) and records, byte by byte, what each store writes and which input elements
-each result lane came from. It answers three questions that tests compare with the tensors' own element bytes:
+`footprint_of(plans, ...)` walks every invocation of each DispatchPlan's grid as the kernel does (wgsl/common.wgsl,
+narrow.wgsl, wide.wgsl, binary.wgsl, tiles*.wgsl) and records, byte by byte, what each store writes and which input
+elements each result lane came from. It answers three questions that tests compare with the tensors' own element bytes:
 
 - `values`: for every output byte a store gives a new value, the input elements it was computed from (absolute
   byte addresses of a's and b's element, and the byte's index within its element). A correct plan writes exactly

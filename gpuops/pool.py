@@ -2,7 +2,7 @@
 
 A NumPy-level call needs a buffer per uploaded input, one for the output and a MAP_READ staging buffer to read
 the output back; made afresh each call they cost more than a small call's work (and wgpu clears every new buffer
-the first time a shader writes it). Each Device gets one BufferPool (`pool_of`), which keeps the buffers a call
+the first time a shader writes it). Each Device has one BufferPool (`Device.pool`), which keeps the buffers a call
 gives back for the next one:
 
 - Sizes round up to a power of two (at least MIN_BUFFER_BYTES; capped at the device's largest buffer), so arrays
@@ -30,11 +30,14 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import wgpu  # for its flags' values, which are WebGPU's in every backend
 
 from .binding import Binding
-from .device import BindingTable, CompiledOperator, Device
+
+if TYPE_CHECKING:  # (device.py makes each Device's pool)
+    from .device import BindingTable, CompiledOperator, Device
 
 MIN_BUFFER_BYTES = 256
 MAX_IDLE_BYTES = 1 << 30
@@ -179,12 +182,8 @@ class BufferPool:
 
 
 def pool_of(device: Device) -> BufferPool:
-    """The device's pool, made on first use. It lives as long as the Device (it is kept on the Device object)."""
-    pool = device.__dict__.get("_gpuops_pool")
-    if pool is None:
-        with device._lock:
-            pool = device.__dict__.setdefault("_gpuops_pool", BufferPool())
-    return pool
+    """The device's pool (Device.pool), which lives as long as the Device."""
+    return device.pool
 
 
 def upload(device: Device, pool: BufferPool, data, encoder) -> tuple[object, object | None]:
