@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -99,27 +98,20 @@ _MODES = "'either', 'positive', 'negative' (or gpuops.IsInfinityMode, 0, 1, 2)"
 
 
 def _infinity_mode(mode) -> IsInfinityMode:
-    # bools and floats are not modes, though IntEnum lookup would take True and 1.0 as POSITIVE
-    if isinstance(mode, (bool, np.bool_)) or not isinstance(mode, (str, int, np.integer)):
-        raise ValidationError(f"gpuops.is_infinity: mode {mode!r} is not a mode; allowed: {_MODES}")
-    try:
-        return IsInfinityMode.parse(mode if isinstance(mode, str) else operator.index(mode))
-    except (ValueError, TypeError):
+    try:  # (bools and floats are not modes: IsInfinityMode.parse refuses them)
+        return IsInfinityMode.parse(mode)
+    except ValidationError:
         raise ValidationError(f"gpuops.is_infinity: mode {mode!r}; allowed: {_MODES}") from None
 
 
 def _feature_level(where: str, feature_level, device: Device | None) -> FeatureLevel:
     if feature_level is None:
         return (device if device is not None else default_device()).feature_level
-    allowed = (", ".join(level.label for level in FeatureLevel)
-               + " (as '6.4', '6_4', 'DML_FEATURE_LEVEL_6_4', 0x6400 or gpuops.FeatureLevel)")
-    # bools and floats are not levels, though int() would make 24576.0 one
-    if isinstance(feature_level, (bool, np.bool_)) or \
-            not isinstance(feature_level, (str, int, np.integer, FeatureLevel)):
-        raise ValidationError(f"{where}: feature_level {feature_level!r} is not a feature level; allowed: {allowed}")
-    try:
-        return FeatureLevel.parse(feature_level if isinstance(feature_level, str) else operator.index(feature_level))
-    except (ValueError, TypeError):  # FeatureLevel.parse reports '9.9' by its number: quote it as written instead
+    try:  # (bools and floats are not levels: FeatureLevel.parse refuses them)
+        return FeatureLevel.parse(feature_level)
+    except ValidationError:
+        allowed = (", ".join(level.label for level in FeatureLevel)
+                   + " (as '6.4', '6_4', 'DML_FEATURE_LEVEL_6_4', 0x6400 or gpuops.FeatureLevel)")
         raise ValidationError(f"{where}: feature_level {feature_level!r} is not a DirectML feature level; "
                               f"allowed: {allowed}") from None
 
