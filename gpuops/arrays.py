@@ -18,6 +18,7 @@ from .binding import Binding
 from .device import Device
 from .enums import DataType, integer_value
 from .errors import ValidationError, shown
+from .layout import span_in_bytes
 from .numpy_types import refuse_subclass
 from .pool import STORAGE, BufferPool, pool_of, read_back, upload
 from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT, TensorDesc, packed_strides
@@ -239,9 +240,7 @@ class DeviceArray:
 
 def _span(sizes: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
     """Bytes from the first element to the last element's end (0 for an empty array)."""
-    if math.prod(sizes) == 0:
-        return 0
-    return (sum((n - 1) * s for n, s in zip(sizes, strides)) + 1) * itemsize
+    return 0 if math.prod(sizes) == 0 else span_in_bytes(sizes, strides, itemsize)
 
 
 def _integers(where: str, name: str, values) -> tuple[int, ...]:
