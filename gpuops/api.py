@@ -41,6 +41,7 @@ from .arrays import DeviceArray, empty_in_order, host_bytes
 from .device import Binding, CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
+from .hostcopy import copy_array
 from .layout import coalesce
 from .numpy_types import refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
@@ -390,7 +391,11 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 raise ValidationError(f"gpuops.{spec.numpy_name}: {exc}") from None
             plan.compiled.record(encoder, table)
             # A caller's buffers (device arrays, out=) are checked again at the submit: destroyed or mapped since.
-            uses = [(spec.name, name, binding.buffer) for name, binding in bindings.items()]
+            # This call's pooled buffers are gpuops' alone: nothing else can have destroyed or mapped them.
+            device_arrays = [(name, v) for name, v in zip(spec.inputs, arrays) if type(v) is DeviceArray]
+            if type(out) is DeviceArray:
+                device_arrays.append((spec.output, out))
+            uses = [(spec.name, name, bindings[name].buffer) for name, _ in device_arrays]
             if to_device:
                 device.submit(encoder, spec.name, uses)
                 return result
@@ -406,7 +411,7 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 got = elements.reshape(work_shape)
             else:
                 got = np.lib.stride_tricks.as_strided(elements, work_shape, byte_strides, writeable=False)
-            np.copyto(target, np.flip(got, flips).reshape(shape) if flips else got.reshape(shape))
+            copy_array(target, np.flip(got, flips).reshape(shape) if flips else got.reshape(shape))
 
         read_back(device, pool, encoder, bindings[spec.output].buffer, 0, plan.out_size, fill, spec.name,
                   temporaries, uses)
@@ -421,6 +426,8 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
 
 def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
     """`span` bytes of `array`'s memory from `start` bytes past its data pointer (its plan says they are its)."""
+    if start == 0 and span == array.nbytes and array.flags.c_contiguous:
+        return array.reshape(-1).view(np.uint8)  # the common case, without ctypes' cost
     pointer = array.__array_interface__["data"][0] + start
     return np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(pointer))
 

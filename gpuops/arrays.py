@@ -18,6 +18,7 @@ from .binding import Binding
 from .device import Device
 from .enums import DataType, integer_value
 from .errors import ValidationError, shown
+from .hostcopy import copy_array
 from .layout import span_in_bytes
 from .numpy_types import refuse_subclass
 from .pool import STORAGE, BufferPool, pool_of, read_back, upload
@@ -208,7 +209,8 @@ class DeviceArray:
 
         def fill(mapped: memoryview) -> None:
             elements = np.frombuffer(mapped, source_type, span // itemsize)
-            np.copyto(target, np.lib.stride_tricks.as_strided(elements, self._shape, byte_strides, writeable=False))
+            copy_array(target, np.lib.stride_tricks.as_strided(elements, self._shape, byte_strides,
+                                                              writeable=False))
 
         pool = pool_of(device)
         with device._lock:

@@ -70,6 +70,15 @@ def backend_of(wgpu_object: object) -> types.ModuleType:
     return importlib.import_module(package)
 
 
+def event_delivery(module: types.ModuleType):
+    """What runs a backend's finished callbacks (a read-back's mapping), for a wait to call between looks; None
+    where the backend runs them itself. wgpu-native runs them on a thread of its own; Dawn runs them only inside a
+    call into it (its `process_events`)."""
+    if backend_name(module) == "dawn":
+        return importlib.import_module(module.__name__ + ".backends.dawn").process_events
+    return None
+
+
 def installed_backends() -> list[str]:
     """Backends whose package imports here."""
     found = []

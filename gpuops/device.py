@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import threading
 import time
@@ -14,7 +15,7 @@ import numpy as np
 import wgpu
 
 from .adapters import adapter_label, check_wgpu_device, pick_adapter
-from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
+from .backends import (backend_name, backend_of, create_shader_module, event_delivery, load_backend, request_device,
                        resolve_runtime_checks)
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
@@ -35,7 +36,18 @@ COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
 PIPELINE_CACHE_SIZE = 256
 # Seconds a read-back waits for the device before DeviceError (a lost device ends the wait at once).
 WAIT_TIMEOUT = 120.0
-_WAIT_STEP = 0.05  # seconds between looks at whether the device was lost, while waiting
+_WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's promise and the device's loss
+
+
+def _dawn_wait_pauses():
+    """Pauses between a Dawn wait's calls into Dawn: none at first (a small read-back ends within microseconds),
+    then growing to _WAIT_STEP, so a short wait gains little latency and a long one costs little CPU."""
+    for _ in range(32):
+        yield 0.0
+    pause = 1e-5
+    while True:
+        yield pause
+        pause = min(2 * pause, _WAIT_STEP)
 
 # One entry of the buffers a submission uses, checked just before it: (operator, binding name or None, buffer).
 Use = tuple[str, "str | None", wgpu.GPUBuffer]
@@ -80,6 +92,7 @@ class Device:
         # What gpuops knows of the wgpu device (lost or not) and its submit lock, shared by every gpuops.Device on it.
         self._watch = watch_device(self.wgpu_device)
         self.wait_timeout = WAIT_TIMEOUT
+        self._deliver_events = event_delivery(self.wgpu)
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
         self.max_buffer_size = self.policy.max_buffer_size or self.limits["max-buffer-size"]
@@ -208,8 +221,8 @@ class Device:
     def read_buffer(self, buffer: wgpu.GPUBuffer, offset: int = 0, size: int | None = None, *,
                     what: str = "Device.read_buffer") -> memoryview:
         """The bytes of a region of `buffer` (its usage must include COPY_SRC), once the work submitted before
-        has run: the NumPy-level read-back (pool.read_back), into a copy of its own. The wait is bounded on
-        wgpu-native and holds no lock there, and a lost device ends it with DeviceError. `what` names the
+        has run: the NumPy-level read-back (pool.read_back), into a copy of its own. The wait is bounded, holds no
+        lock while the device works, and a lost device ends it with DeviceError. `what` names the
         operation in errors."""
         size = buffer.size - offset if size is None else size
         data = bytearray(size)
@@ -226,17 +239,25 @@ class Device:
         return memoryview(data)
 
     def wait(self, promise, operator: str, step: str):
-        """`promise.sync_wait()`: on wgpu-native bounded by `wait_timeout`, ended by the device's loss and holding no
-        lock; on Dawn inside Dawn, which ends it on loss."""
-        event = getattr(promise, "_thread_event", None)  # wgpu-py's: set when the callback has run
-        if event is None or self.backend != "wgpu-native":
-            # Dawn delivers a promise's result only to a thread waiting inside Dawn (nothing polls it meanwhile), and
-            # its objects are not thread-safe: the wait happens there, under the device's lock, and Dawn ends it
-            # when the device is lost.
+        """`promise.sync_wait()`, bounded by `wait_timeout`, ended by the device's loss, and holding no lock while
+        the device works."""
+        event = getattr(promise, "_thread_event", None)  # wgpu-py's: set once the promise's callback has run
+        if event is None:  # a wgpu-py without it: the wait is wgpu's own, unbounded, under the lock as Dawn needs
             with self._lock, self.explained(operator, step):
                 return promise.sync_wait()
+        deliver = self._deliver_events
         deadline = time.monotonic() + self.wait_timeout
-        while not event.wait(_WAIT_STEP):  # wgpu-native's poll thread sets it
+        # wgpu-native's poll thread sets the event, which ends a pause at once; looks in between are only for the
+        # device's loss and the deadline. Dawn needs the calls, soon after the work ends.
+        pauses = itertools.repeat(_WAIT_STEP) if deliver is None else _dawn_wait_pauses()
+        while True:
+            if deliver is not None:
+                # Dawn runs callbacks only inside a call into it, and its objects are not thread-safe: each look
+                # is a short call under the device's lock, released between looks.
+                with self._lock, self.explained(operator, step):
+                    deliver()
+            if event.wait(next(pauses)):
+                break
             if self._watch.lost is not None:
                 raise self.lost_error(operator, step)
             if time.monotonic() > deadline:

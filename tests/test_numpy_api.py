@@ -3,6 +3,7 @@ bit, dtype and scalar-ness included) or gpuops' refusal, then out=, empty inputs
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -472,3 +473,40 @@ def test_read_back_maps_with_the_public_call_where_wgpu_py_lacks_its_shortcut(de
     assert_identical(gpuops.is_nan(x, device=device), np.isnan(x))
     wanted = ["READ_NOSYNC"] if device.backend == "wgpu-native" else []
     assert modes == wanted + [device.wgpu.MapMode.READ] * 2 and pool._skip_flush is (not wanted)
+
+
+def test_large_read_backs_copy_on_several_threads_exactly(device, monkeypatch):
+    """Past PARALLEL_COPY_BYTES the read-back's copy runs in parts on several threads: forced here on small
+    arrays, every layout's result is still NumPy's, element for element (a new array, a strided out=, a reversed
+    input, a device array's read-back)."""
+    from gpuops import hostcopy
+
+    monkeypatch.setattr(hostcopy, "PARALLEL_COPY_BYTES", 64)
+    monkeypatch.setattr(hostcopy, "COPY_THREADS", 3)
+    parts = []
+    real_copyto = np.copyto
+    monkeypatch.setattr(hostcopy.np, "copyto", lambda target, source: parts.append(target.size)
+                        or real_copyto(target, source))
+    x = np.random.default_rng(7).standard_normal((37, 41)).astype(np.float32)
+    x[0, :4] = [np.nan, -0.0, np.inf, -np.inf]
+    assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
+    assert len(parts) == 3 and sum(parts) == x.size
+    out = np.zeros((37, 82), np.float32)
+    gpuops.sign(x, out=out[:, ::2], device=device)
+    assert_identical(out[:, ::2], numpy_sign(x)) and not out[:, 1::2].any()
+    assert_identical(gpuops.sign(x[::-1, ::-1], device=device), numpy_sign(x[::-1, ::-1]))
+    assert_identical(gpuops.asarray(x, device=device).numpy(), x)
+    assert_identical(gpuops.is_nan(x, device=device), np.isnan(x))
+
+
+def test_copy_threads_come_from_the_environment():
+    import subprocess
+    import sys
+
+    def threads(value: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from gpuops import hostcopy; print(hostcopy.COPY_THREADS)"],
+                              env={**os.environ, "GPUOPS_COPY_THREADS": value}, capture_output=True, text=True)
+
+    assert threads("3").stdout.strip() == "3"
+    refused = threads("0")
+    assert refused.returncode != 0 and "GPUOPS_COPY_THREADS='0' is not a positive number of threads" in refused.stderr
