@@ -268,7 +268,8 @@ def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, ada
             continue
         name = spec_by_name(row["operator"]).numpy_name
         lines.setdefault((name, row["dtype"].lower()), []).append((row["bytes_moved"], row["gbps"]))
-    # Colour tells the data type, marker and dash the operator: 34 lines stay tellable apart.
+    # Colour tells the data type, marker and dash the operator: 34 lines stay tellable apart. With one data type,
+    # colour tells the operator too.
     dtypes = sorted({dtype for _, dtype in lines})
     operators = sorted({name for name, _ in lines})
     colours = plt.get_cmap("tab10")
@@ -277,11 +278,13 @@ def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, ada
     for (name, dtype), points in sorted(lines.items()):
         points.sort()
         marker, dash = styles[operators.index(name) % len(styles)]
+        colour = operators.index(name) if len(dtypes) == 1 else dtypes.index(dtype)
         axes.plot([p[0] for p in points], [p[1] for p in points], marker=marker, markersize=3, linewidth=1,
-                  linestyle=dash, color=colours(dtypes.index(dtype) % 10), label=f"{name} {dtype}")
+                  linestyle=dash, color=colours(colour % 10), label=f"{name} {dtype}")
     if copy_roof:
-        axes.plot([entry["bytes_moved"] for entry in copy_roof], [entry["gbps"] for entry in copy_roof],
-                  color="black", linestyle="--", linewidth=2, label="plain WGSL copy")
+        roof = sorted((entry["bytes_moved"], entry["gbps"]) for entry in copy_roof)
+        axes.plot([p[0] for p in roof], [p[1] for p in roof], color="black", linestyle="--", linewidth=2,
+                  label="plain WGSL copy")
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
     axes.set_xlabel("bytes moved per dispatch (element bytes read + written)")
