@@ -78,6 +78,7 @@ def validate_document(doc: dict) -> None:
     assert doc["adapter"]["implementation"] in ("wgpu-native", "dawn")
     settings = doc["settings"]
     assert isinstance(settings["iterations"], int) and isinstance(settings["warmup"], int)
+    assert isinstance(settings["repeats"], int) and settings["repeats"] >= 1
     assert set(settings["compare"]) <= {"numpy", "torch", "cupy"} and isinstance(settings["cuda_context"], bool)
     conversion = doc["timestamp_conversion"]
     expect_keys(conversion, {"method": str, "tick_ns": OPTIONAL_NUMBER, "measured_ns_per_tick": OPTIONAL_NUMBER,
@@ -207,6 +208,30 @@ def test_op_mode_strides_and_output_type(capsys, tmp_path):
     status, _, err = run(capsys, "op", "is_nan", "--out-dtype", "uint32", "--sizes", "100", "-i", "1", "-w", "0",
                          "--feature-level", "3.0")
     assert status == 0, err
+
+
+def test_repeats_time_several_passes_per_span(capsys, tmp_path, monkeypatch):
+    """--repeats N (for Dawn's coarse timestamps): every timed span of the case and of the copy roof holds N
+    passes, and the document says so."""
+    from gpuops.bench import timing
+
+    spans = []
+    real_run = timing.GpuTimer.run
+
+    def run_spy(self, record, iterations, warmup, repeats=1):
+        spans.append(repeats)
+        return real_run(self, record, iterations, warmup, repeats)
+
+    monkeypatch.setattr(timing.GpuTimer, "run", run_spy)
+    path = tmp_path / "op.json"
+    status, _, err = run(capsys, "op", "sign", "--sizes", "1000", "-i", "2", "-w", "0", "--repeats", "3",
+                         "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    assert doc["settings"]["repeats"] == 3 and doc["results"][0]["exact"]
+    assert len(spans) >= 3 and set(spans) == {3}  # the floor, the roof's copy and the case
+    status, _, err = run(capsys, "sweep", "--repeats", "0", "--json", tmp_path / "s.json")
+    assert status != 0 and "--repeats" in err
 
 
 def test_op_compares_with_numpy_and_notes_missing_torch(capsys, tmp_path):

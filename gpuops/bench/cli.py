@@ -147,6 +147,8 @@ def _timing_options(iterations: int, warmup: int, json_default: str | None = Non
                               "(CuPy on CUDA), the last two when importable, with the case's layout (a transposed "
                               "case into a row-major output, nchw-to-nhwc into a channels-last one); repeat or "
                               "separate with commas")
+    options.add_argument("--repeats", type=_count(1), default=1, metavar="N",
+                         help="passes per timed span, for coarse timestamps (default 1; Dawn: 40)")
     options.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     options.add_argument("--cuda-context", action="store_true",
                          help="hold a CUDA context (through PyTorch, when importable) during the run: NVIDIA drivers "
@@ -426,7 +428,7 @@ def _slow(args, message: str):
 
 def _open_session(args, device: Device, compare: tuple[str, ...]) -> Session:
     with _slow(args, "calibrating GPU timestamps against the host clock"):
-        return Session.open(device, args.iterations, args.warmup, compare, args.cuda_context)
+        return Session.open(device, args.iterations, args.warmup, compare, args.cuda_context, args.repeats)
 
 
 def _pairs(args, layout: str = "packed", mode: str | None = None, default_dtypes=None):

@@ -53,10 +53,11 @@ class Session:
     cuda_requested: bool = False
     cuda_held: bool = False  # stays true after close(): the run was timed with a CUDA context
     floor_ns: float | None = None  # a dispatch that moves nothing, timed like the cases (see report.PERCENT_MIN_NS)
+    repeats: int = 1  # passes per timed span (GpuTimer.run), for coarse timestamps
 
     @classmethod
     def open(cls, device: Device, iterations: int, warmup: int, compare: tuple[str, ...],
-             hold_cuda_context: bool = False) -> Session:
+             hold_cuda_context: bool = False, repeats: int = 1) -> Session:
         """Calibrate the timer and prepare the arena and the copy roof.
 
         With `hold_cuda_context` (and always with --compare torch or cupy, so that every case is timed in the same
@@ -78,9 +79,9 @@ class Session:
         if conversion.tick_ns is None:
             timer.supported = False  # GPU times would be meaningless: report host times only
         arena = Arena(device)
-        roof = CopyRoof(device, timer, iterations, warmup, arena)
+        roof = CopyRoof(device, timer, iterations, warmup, arena, repeats=repeats)
         return cls(device, timer, conversion, roof, iterations, warmup, compare, device.feature_level, arena, context,
-                   requested, context is not None, roof.floor_ns())
+                   requested, context is not None, roof.floor_ns(), repeats)
 
     def reserve(self, cases: list[Case]) -> None:
         """Allocate the arena for the largest of the cases once, before the first is timed."""
@@ -90,7 +91,7 @@ class Session:
     def run(self, case: Case) -> dict:
         workload = Workload(self.device, case, feature_level=self.feature_level, arena=self.arena)
         try:
-            return measure(workload, self.timer, self.roof, self.iterations, self.warmup, self.compare)
+            return measure(workload, self.timer, self.roof, self.iterations, self.warmup, self.compare, self.repeats)
         finally:
             workload.release()
 
@@ -99,7 +100,8 @@ class Session:
         self.cuda_context = None
 
     def settings(self, **extra) -> dict:
-        return {"iterations": self.iterations, "warmup": self.warmup, "compare": list(self.compare),
+        return {"iterations": self.iterations, "warmup": self.warmup, "repeats": self.repeats,
+                "compare": list(self.compare),
                 "cuda_context": self.cuda_held, **extra}
 
     def notes(self) -> list[str]:

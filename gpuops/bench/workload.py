@@ -398,6 +398,7 @@ class CopyRoof:
     warmup: int
     arena: Arena
     measured: dict[int, dict] = field(default_factory=dict)
+    repeats: int = 1  # passes per timed span, as the cases'
     _copy: CopyKernel | None = None
     _floor_ns: float | None = None
 
@@ -408,7 +409,7 @@ class CopyRoof:
             if self._copy is None:
                 self._copy = CopyKernel(self.device)
             record = self._copy.recorder(self.arena.slot(0, size), self.arena.slot(2, size), size)
-            timing = self.timer.run(record, self.iterations, self.warmup)
+            timing = self.timer.run(record, self.iterations, self.warmup, self.repeats)
             self.measured[size] = _speeds(2 * size, timing.gpu_median_ns, timing.host_median_ns,
                                           {"bytes_moved": 2 * size, "gpu_median_ns": _float(timing.gpu_median_ns),
                                            "host_median_ns": float(timing.host_median_ns)})
@@ -424,7 +425,8 @@ class CopyRoof:
             if self._copy is None:
                 self._copy = CopyKernel(self.device)
             record = self._copy.recorder(self.arena.slot(0, 16), self.arena.slot(2, 16), 16)
-            timing = self.timer.run(record, self.iterations, max(1, self.warmup))  # never the first, cold run
+            timing = self.timer.run(record, self.iterations, max(1, self.warmup),  # never the first, cold run
+                                    self.repeats)
             self._floor_ns = float(timing.gpu_median_ns or timing.host_median_ns)
         return self._floor_ns
 
@@ -438,8 +440,9 @@ def _speeds(moved: int, gpu_ns: float | None, host_ns: float, row: dict) -> dict
 
 
 def measure(workload: Workload, timer: GpuTimer, roof: CopyRoof, iterations: int, warmup: int,
-            compare: tuple[str, ...] = ()) -> dict:
-    """Check the case against NumPy, then time it; a result row of the JSON schema (docs/bench-json.md)."""
+            compare: tuple[str, ...] = (), repeats: int = 1) -> dict:
+    """Check the case against NumPy, then time it (`repeats` passes per timed span); a result row of the JSON schema
+    (docs/bench-json.md)."""
     case = workload.case
     moved = bytes_moved(case)
     row = {"operator": case.operator, "mode": case.mode.name if case.mode is not None else None,
@@ -450,7 +453,7 @@ def measure(workload: Workload, timer: GpuTimer, roof: CopyRoof, iterations: int
     mismatch = workload.check()
     if mismatch is not None:
         return {**row, "exact": False, "error": mismatch.describe(), **_empty_timing()}
-    timing = timer.run(workload.record, iterations, warmup)
+    timing = timer.run(workload.record, iterations, warmup, repeats)
     summary = timing.summary()
     row.update({"exact": True, "error": None, "iterations": iterations, "warmup": warmup,
                 "gpu_median_ns": _float(summary["gpu_median_ns"]), "gpu_min_ns": _float(summary["gpu_min_ns"]),
