@@ -539,7 +539,8 @@ def run_sweep(args) -> int:
                      max_elements=counts[-1])
     plot = args.plot or (str(Path(args.json).with_suffix(".png")) if args.json else None)
     if plot:
-        print(f"note: {plot_sweep(results, session.roof.entries(), plot, device.adapter_name)}")
+        run_name = f"{device.adapter_name}, {device.backend}"
+        print(f"note: {plot_sweep(results, session.roof.entries(), plot, run_name)}")
     return status
 
 

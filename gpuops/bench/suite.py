@@ -251,11 +251,12 @@ def _label(case: Case) -> str:
     return f"{case.label} {case.dtype.name.lower()} {'x'.join(map(str, case.sizes))}"
 
 
-def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, adapter_name: str) -> str:
+def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, run_name: str) -> str:
     """Bandwidth against size, one line per operator and data type, and the copy kernel's line for reference.
 
     The x axis is bytes moved per dispatch (element bytes read + written), the one size on which operators of
-    different data types and the copy kernel line up. Returns a note saying what happened."""
+    different data types and the copy kernel line up. `run_name` (the adapter and backend) titles it. Returns a
+    note saying what happened."""
     try:
         import matplotlib
 
@@ -291,7 +292,7 @@ def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, ada
     axes.set_yscale("log")
     axes.set_xlabel("bytes moved per dispatch (element bytes read + written)")
     axes.set_ylabel("GB/s")
-    axes.set_title(f"gpuops operators on {adapter_name}")
+    axes.set_title(f"gpuops operators on {run_name}")
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize="x-small", ncol=3)
     figure.tight_layout()
