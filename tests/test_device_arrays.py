@@ -349,8 +349,15 @@ def test_pool_bounds():
 def test_pool_reuse_without_growth(device, monkeypatch):
     """10,000 calls of varying shapes, types, host and device arrays: the pool makes its buffers in the first round
     and none after; once the binding tables of the buffer combinations that recur are made (a few rounds), no wgpu
-    buffer at all is made."""
+    buffer at all is made. A caller's cached DirectML-level plan on the same Device stays cached throughout."""
     fresh = gpuops.Device(wgpu_device=device.wgpu_device)  # its own, empty pool
+    f32 = gpuops.TensorDesc(DataType.FLOAT32, (4,))
+    dml_sign = fresh.compile(gpuops.SignDesc(f32, f32))
+    caller_buffer = device.wgpu_device.create_buffer_with_data(data=np.float32([2, -3, 0, 1]), usage=USAGE)
+    caller_bindings = {"input_tensor": gpuops.Binding(caller_buffer), "output_tensor": gpuops.Binding(caller_buffer)}
+    dml_sign.execute(caller_bindings)
+    dml_plans = list(fresh._plans)
+    assert len(dml_plans) == 1
     rng = np.random.default_rng(5)
     shapes = [(1,), (3,), (17,), (64,), (5, 7), (3, 1, 4), (129,), (8, 8), (2, 3, 2, 3)]
     cases = []
@@ -396,7 +403,10 @@ def test_pool_reuse_without_growth(device, monkeypatch):
         one(i, check=i % 997 == 0)
     stats = api.pool_of(fresh).stats()
     assert stats.created == made and stats.destroyed == 0
+    assert list(fresh._plans) == dml_plans  # the NumPy-level calls never entered the DirectML-level plan cache
+    dml_sign.execute(caller_bindings)  # and it runs from that plan, making nothing
     assert created == []  # no wgpu buffer at all: uniforms and bind groups come from the kept binding tables
+    assert np.frombuffer(fresh.read_buffer(caller_buffer), np.float32).tolist() == [1, -1, 0, 1]
     assert stats.idle_buffers <= pool.MAX_IDLE_BUFFERS and stats.idle_bytes <= pool.MAX_IDLE_BYTES
 
 
