@@ -212,10 +212,7 @@ class DeviceArray:
             copy_array(target, np.lib.stride_tricks.as_strided(elements, self._shape, byte_strides,
                                                               writeable=False))
 
-        pool = pool_of(device)
-        with device._lock:
-            encoder = device.wgpu_device.create_command_encoder()
-        read_back(device, pool, encoder, self._buffer, self._offset, span, fill, where,
+        read_back(device, pool_of(device), None, self._buffer, self._offset, span, fill, where,
                   uses=[(where, None, self._buffer)])
         return result
 

@@ -230,12 +230,7 @@ class Device:
         def fill(mapped: memoryview) -> None:
             data[:] = mapped[:size]
 
-        with self._lock:
-            if self._watch.lost is not None:
-                raise self.lost_error(what, "reading back")
-            with self.explained(what, "preparing the read-back"):
-                encoder = self.wgpu_device.create_command_encoder(label="gpuops read-back")
-        read_back(self, self.pool, encoder, buffer, offset, size, fill, what, uses=[(what, None, buffer)])
+        read_back(self, self.pool, None, buffer, offset, size, fill, what, uses=[(what, None, buffer)])
         return memoryview(data)
 
     def wait(self, promise, operator: str, step: str):

@@ -427,16 +427,6 @@ class _TileWalk:
         shape = self.shape
         return ((c % shape.unit) * shape.groups + c // shape.unit) * self.stride
 
-    def outer_offsets(self, outer: int) -> list[int]:
-        walk = self.walk
-        offsets, rest = list(walk.u.bases), outer
-        for d in range(walk.rank - 3, 0, -1):
-            rest, coordinate = divmod(rest, walk.u.sizes[d])
-            offsets = [o + coordinate * s for o, s in zip(offsets, self.strides(d))]
-        if walk.rank > 2:
-            offsets = [o + rest * s for o, s in zip(offsets, self.strides(0))]
-        return offsets
-
     def run(self) -> None:
         walk, shape = self.walk, self.shape
         u, rank = walk.u, walk.rank
@@ -450,8 +440,8 @@ class _TileWalk:
         tile_row, tile_column = divmod(in_plane, across)
         first_column, first_row = tile_column * shape.width, tile_row * shape.depth
         columns, rows = min(shape.width, width - first_column), min(shape.depth, depth - first_row)
-        origin = [o + first_row * p + first_column * q
-                  for o, p, q in zip(self.outer_offsets(outer), self.strides(rank - 2), self.strides(rank - 1))]
+        origin = [o + first_column * q  # the tile's first row among all rows of the innermost dimension
+                  for o, q in zip(walk.row_offsets(outer * depth + first_row), self.strides(rank - 1))]
         workgroup = walk.key.workgroup_size
         for op in self.tiled:
             step = self.strides(rank - 1)[op]

@@ -63,7 +63,8 @@ def copy_array(target: np.ndarray, source: np.ndarray) -> None:
         np.copyto(target, source)
         return
     bounds = [target.shape[0] * k // parts for k in range(parts + 1)]
-    futures = [_pool().submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds, bounds[1:])]
+    executor = _pool()
+    futures = [executor.submit(np.copyto, target[a:b], source[a:b]) for a, b in zip(bounds, bounds[1:])]
     wait(futures)  # every part ends before any error is raised: the source may be unmapped right after
     for future in futures:
         future.result()

@@ -256,17 +256,18 @@ def start_read_mapping(device: Device, buffer, size: int):
 def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
               what: str = "gpuops", done: list | None = None, uses=()) -> None:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
-    `encoder`'s work, submit it all at once (the buffers in `uses` checked first, as Device.submit does), map the
+    `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked first, as Device.submit does), map the
     staging buffer and call `fill(memoryview)` on the mapped bytes: the one copy into host memory. No lock is held
     while the GPU works or while `fill` runs (other threads may submit meanwhile), and a lost device ends the wait
     with DeviceError. `fill` must not keep the memoryview: it is released when the buffer is unmapped. The staging
     buffer is given back to the pool after, or appended to `done` for the caller to give back with its others."""
     size = -(-size // 4) * 4
-    with device._lock, device.explained(what, "reading a result back"):
-        staging = pool.acquire(device, STAGING, size)
-    mapped = None
+    staging = mapped = None
     try:
         with device._lock, device.explained(what, "reading a result back"):
+            if encoder is None:
+                encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
+            staging = pool.acquire(device, STAGING, size)
             encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
         device.submit(encoder, what, uses)
         with device._lock, device._watch.submit_lock:  # wgpu-native may submit when a mapping begins
@@ -279,10 +280,11 @@ def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, si
             mapped = staging.read_mapped(0, size, copy=False)
         fill(mapped)
     except BaseException:
-        with device._lock:
-            if mapped is not None:
-                staging.unmap()
-            _drop(pool, staging)
+        if staging is not None:
+            with device._lock:
+                if mapped is not None:
+                    staging.unmap()
+                _drop(pool, staging)
         raise
     with device._lock:
         staging.unmap()

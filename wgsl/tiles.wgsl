@@ -45,22 +45,6 @@ fn tile_column(c: u32) -> u32 {
     return ((c % UNIT) * TILE_GROUPS + c / UNIT) * TILE_STRIDE;
 }
 
-// Offsets of a, b and out at index `outer` of the dimensions outside the plane (0 .. RANK - 3, row-major).
-fn outer_offsets(outer: u32) -> vec3<u32> {
-    var rest = outer;
-    var offsets = params.base.xyz;
-    for (var d = RANK - 2u; d > 1u; d -= 1u) {  // dimensions RANK - 3 down to 1
-        let size = dim_size(d - 1u);
-        let quotient = rest / size;
-        offsets += (rest - quotient * size) * dim_strides(d - 1u);
-        rest = quotient;
-    }
-    if (RANK > 2u) {
-        offsets += rest * dim_strides(0u);
-    }
-    return offsets;
-}
-
 // Slot k of tile column c, whose first element lies at `start`: the k-th slot that holds one of the column's
 // `rows` elements, if there is one (no slot past the tensor is read).
 fn fill_slot(operand: u32, start: u32, c: u32, k: u32, columns: u32, rows: u32) {
@@ -138,7 +122,8 @@ fn main(@builtin(workgroup_id) group: vec3<u32>,
     let first_row = tile_row * TILE_DEPTH;
     let columns = min(TILE_WIDTH, width - first_column);
     let rows = min(TILE_DEPTH, depth - first_row);
-    let origin = outer_offsets(outer) + first_row * dim_strides(RANK - 2u) + first_column * dim_strides(RANK - 1u);
+    // The tile's first row among all rows of the innermost dimension: row `outer * depth + first_row`.
+    let origin = row_offsets(outer * depth + first_row) + first_column * dim_strides(RANK - 1u);
     if (A_TILED) {
         fill_tile(OPERAND_A, origin[OPERAND_A], lane, columns, rows);
     }
