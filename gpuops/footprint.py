@@ -453,17 +453,42 @@ class _TileWalk:
                     for c in range(lane, shape.width, workgroup):
                         self.fill_slot(op, origin[op] + c * step, c, shape.column_slots, columns, rows)
         rows_at_once = workgroup // shape.groups
+        down = self.strides(rank - 2)
+        # tiles_narrow.wgsl: run_tile_work takes blocks of rows where every output row starts on a word
+        blocks = (self.slot_elements > 1 and origin[Operand.OUT] % self.out_per_slot == 0
+                  and down[Operand.OUT] % self.out_per_slot == 0)
         for lane in range(workgroup):
             invocation = (*self.group, lane)
             if lane // shape.groups >= rows_at_once:
                 continue
+            if blocks:
+                se = self.slot_elements
+                for r0 in range(lane // shape.groups * se, rows, rows_at_once * se):
+                    for first in range(lane % shape.groups * shape.unit, columns, shape.groups * shape.unit):
+                        self.check_block_slots(origin, r0, first, columns)
+                        for row in range(r0, min(r0 + se, rows)):
+                            offsets = [o + row * s for o, s in zip(origin, down)]
+                            self.run_group(invocation, origin, offsets, row, first, columns)
+                continue
             for row in range(lane // shape.groups, rows, rows_at_once):
-                offsets = [o + row * s for o, s in zip(origin, self.strides(rank - 2))]
+                offsets = [o + row * s for o, s in zip(origin, down)]
                 skew = offsets[Operand.OUT] % self.out_per_slot
                 g = lane % shape.groups
                 while g * shape.unit < skew + columns:
                     self.run_group(invocation, origin, offsets, row, g * shape.unit - skew, columns)
                     g += shape.groups
+
+    def check_block_slots(self, origin: list[int], r0: int, first: int, columns: int) -> None:
+        """column_word: the one or two slots a block reads of each present column lie among that column's slots
+        (the elements the block's rows take from them are traced by `element`, as row by row)."""
+        step = self.strides(self.walk.rank - 1)
+        for op in self.tiled:
+            for c in range(first, min(first + self.shape.unit, columns)):
+                e = (origin[op] + c * step[op]) % self.slot_elements + r0
+                last = e // self.slot_elements + (1 if e % self.slot_elements else 0)
+                if last >= self.stride:
+                    self.walk.result.violations.append(
+                        f"{op.name}'s block at tile row {r0} reads slot {last} of column {c}, which has {self.stride}")
 
     def fill_slot(self, op: Operand, start: int, c: int, k: int, columns: int, rows: int) -> None:
         first = start // self.slot_elements

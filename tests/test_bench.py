@@ -1033,7 +1033,7 @@ def test_copy_roof_splits_copies_over_the_binding_limit():
     own.release()
 
 
-@pytest.mark.parametrize("script", ["broadcast_roof", "strided_roof"])
+@pytest.mark.parametrize("script", ["broadcast_roof", "strided_roof", "transpose_roof"])
 def test_roof_scripts_do_nothing_at_import(monkeypatch, capsys, script):
     """Importing a roof script parses no arguments and opens no device: its work is main()'s."""
     import argparse

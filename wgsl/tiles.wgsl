@@ -11,7 +11,8 @@
 //
 // The prelude adds TILE_GROUPS (groups across a tile), TILE_COLUMN_SLOTS (slots along a tile column), A_TILED /
 // B_TILED and the tiles' sizes; tiles_narrow.wgsl or tiles_wide.wgsl give the storage's slots (SLOT_ELEMENTS,
-// OUT_PER_SLOT, load_slot, slot_element) and a group's work (run_tile_group). This file's entry point replaces
+// OUT_PER_SLOT, load_slot, slot_element), a group's work (run_tile_group) and how the rows are walked
+// (run_tile_work: run_tile_rows below, or for 8/16-bit inputs blocks of rows). This file's entry point replaces
 // common.wgsl's (gpuops/shaders.py).
 
 const TILE_WIDTH: u32 = TILE_GROUPS * UNIT;
@@ -132,5 +133,5 @@ fn main(@builtin(workgroup_id) group: vec3<u32>,
     }
     prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
     workgroupBarrier();
-    run_tile_rows(origin, lane, columns, rows);
+    run_tile_work(origin, lane, columns, rows);
 }

@@ -12,6 +12,11 @@ fn slot_element(slot: InElem, lane: u32) -> InElem {
     return slot;
 }
 
+// Row by row: a slot is one element.
+fn run_tile_work(origin: vec3<u32>, lane: u32, columns: u32, rows: u32) {
+    run_tile_rows(origin, lane, columns, rows);
+}
+
 fn run_tile_group(origin: vec3<u32>, offsets: vec3<u32>, row: u32, first: u32, columns: u32) {
     let a = input_element(OPERAND_A, A_TILED, origin, offsets, row, first);
     var b = InElem();
