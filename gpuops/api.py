@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrays import DeviceArray, empty_in_order, host_bytes
-from .device import Binding, CompiledOperator, Device, default_device
+from .device import CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
 from .hostcopy import copy_array
@@ -368,34 +368,36 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
             host_bytes(copies[index]) if index in copies else _bytes_at(arrays[index], start, span)
             for index, (start, span) in enumerate(zip(plan.starts, plan.spans))]
     temporaries: list = []  # the pool's buffers this call gives back when done
+    compiled = plan.compiled
+    # The caller's buffers (device arrays, out=), checked before recording and again at the submit: destroyed or
+    # mapped since they were bound. This call's pooled buffers are gpuops' alone: nothing else can have destroyed
+    # or mapped them.
+    uses = [(compiled.refused_as, name, value.buffer) for name, value in zip(spec.tensor_fields, (*arrays, out))
+            if type(value) is DeviceArray]
     try:
         with device._lock:  # one device's wgpu calls are never made from two threads at once
             encoder = device.wgpu_device.create_command_encoder()
-            bindings, cached = _input_bindings(spec, device, pool, arrays, raws, encoder, temporaries)
+            regions, cached = _input_regions(spec, device, pool, arrays, raws, encoder, temporaries)
             result = None
-            with device.explained(spec.name, "allocating buffers"):
-                if type(out) is DeviceArray:
-                    bindings[spec.output] = out.binding
-                    cached = cached and out.owned
-                else:
+            if type(out) is DeviceArray:
+                regions.append(out._region())
+                cached = cached and out.owned
+            else:
+                with device.explained(spec.name, "allocating buffers"):
                     buffer = pool.acquire(device, STORAGE, plan.out_size)
-                    if to_device:
-                        result = DeviceArray._wrap(device, buffer, result_dtype, shape,
-                                                   plan.out_strides if shape else (), 0, pool)
-                    else:
-                        temporaries.append(buffer)
-                    bindings[spec.output] = Binding(buffer, 0, plan.out_size)
+                if to_device:
+                    result = DeviceArray._wrap(device, buffer, result_dtype, shape,
+                                               plan.out_strides if shape else (), 0, pool)
+                else:
+                    temporaries.append(buffer)
+                regions.append((buffer, 0, plan.out_size))
             try:
-                table = pool.table(plan.compiled, bindings, cached)
+                table = pool.table(compiled, tuple(regions), cached)
             except ValidationError as exc:  # device arrays bound as the operator refuses (out overlapping an input)
                 raise ValidationError(f"gpuops.{spec.numpy_name}: {exc}") from None
-            plan.compiled.record(encoder, table)
-            # A caller's buffers (device arrays, out=) are checked again at the submit: destroyed or mapped since.
-            # This call's pooled buffers are gpuops' alone: nothing else can have destroyed or mapped them.
-            device_arrays = [(name, v) for name, v in zip(spec.inputs, arrays) if type(v) is DeviceArray]
-            if type(out) is DeviceArray:
-                device_arrays.append((spec.output, out))
-            uses = [(spec.name, name, bindings[name].buffer) for name, _ in device_arrays]
+            device.check_uses(uses)
+            with device.explained(spec.name, "recording"):
+                table._record_locked(encoder)
             if to_device:
                 device.submit(encoder, spec.name, uses)
                 return result
@@ -413,7 +415,7 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 got = np.lib.stride_tricks.as_strided(elements, work_shape, byte_strides, writeable=False)
             copy_array(target, np.flip(got, flips).reshape(shape) if flips else got.reshape(shape))
 
-        read_back(device, pool, encoder, bindings[spec.output].buffer, 0, plan.out_size, fill, spec.name,
+        read_back(device, pool, encoder, regions[-1][0], 0, plan.out_size, fill, spec.name,
                   temporaries, uses)
     finally:
         if temporaries:
@@ -432,28 +434,31 @@ def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
     return np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(pointer))
 
 
-def _input_bindings(spec: OperatorSpec, device: Device, pool, arrays: list, raws: list, encoder,
-                    temporaries: list) -> tuple[dict[str, Binding], bool]:
-    """Each input's binding: a device array's own, a host array uploaded into a pooled buffer (memory given twice
-    is uploaded once). Also whether every buffer is pool-made (the binding table may then be kept)."""
-    bindings: dict[str, Binding] = {}
-    uploaded: dict[tuple[int, int], Binding] = {}
+def _input_regions(spec: OperatorSpec, device: Device, pool, arrays: list, raws: list, encoder,
+                   temporaries: list) -> tuple[list[tuple[object, int, int]], bool]:
+    """Each input's (buffer, offset, size): a device array's own region, a host array uploaded into a pooled buffer
+    (memory given twice is uploaded once). Also whether every buffer is pool-made (the binding table may then be
+    kept)."""
+    regions: list[tuple[object, int, int]] = []
+    uploaded: dict[tuple[int, int], tuple[object, int, int]] = {}
+    several = sum(raw is not None for raw in raws) > 1  # only then can two inputs share memory
     cached = True
     with device.explained(spec.name, "uploading the inputs"):
-        for name, array, raw in zip(spec.inputs, arrays, raws):
+        for array, raw in zip(arrays, raws):
             if raw is None:
-                bindings[name] = array.binding
+                regions.append(array._region())
                 cached = cached and array.owned
                 continue
-            key = (raw.__array_interface__["data"][0], raw.size)
-            if key not in uploaded:
+            key = (raw.__array_interface__["data"][0], raw.size) if several else id(raw)
+            region = uploaded.get(key)
+            if region is None:
                 buffer, staging = upload(device, pool, raw, encoder)
                 temporaries.append(buffer)
                 if staging is not None:
                     temporaries.append(staging)
-                uploaded[key] = Binding(buffer, 0, -(-raw.size // 16) * 16)
-            bindings[name] = uploaded[key]
-    return bindings, cached
+                region = uploaded[key] = (buffer, 0, -(-raw.size // 16) * 16)
+            regions.append(region)
+    return regions, cached
 
 
 def _layout_stand_in(array: DeviceArray) -> np.ndarray:

@@ -183,7 +183,11 @@ class DeviceArray:
     def binding(self) -> Binding:
         """The array's region of its buffer, for the DirectML-level API with `.desc`: from its offset to its last
         element's end (rounded up to 16 bytes where the array's own buffer has them, else to 4)."""
-        return Binding(self._buffer, self._offset, self._binding_size())
+        return Binding(*self._region())
+
+    def _region(self) -> tuple[object, int, int]:
+        """(buffer, offset, size) of `.binding`, without making a Binding."""
+        return self._buffer, self._offset, self._binding_size()
 
     def _binding_size(self) -> int:
         span = _span(self._shape, self._strides, self.itemsize)

@@ -28,7 +28,6 @@ a time); `give_back` only queues the buffer, so that it may run in a garbage col
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -143,19 +142,21 @@ class BufferPool:
             self._idle_bytes -= buffer.size
             self._destroy(buffer)
 
-    def table(self, compiled: CompiledOperator, bindings: Mapping[str, Binding], cached: bool) -> BindingTable:
-        """The binding table of `compiled` on `bindings`, remembered when `cached` (every buffer the pool's or a
-        pooled DeviceArray's: a caller's buffer is never kept alive by the pool)."""
-        if not cached:
-            return compiled.bind(bindings)
-        key = (compiled,) + tuple((b.buffer, b.offset, b.size) for b in
-                                  (bindings[name] for name in compiled.tensor_fields))
-        table = self._tables.get(key)
+    def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
+              cached: bool) -> BindingTable:
+        """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
+        compiled.tensor_fields), remembered when `cached` (every buffer the pool's or a pooled DeviceArray's: a
+        caller's buffer is never kept alive by the pool)."""
+        key = (compiled,) + regions
+        table = self._tables.get(key) if cached else None
         if table is not None:
             self._tables.move_to_end(key)
             return table
-        table = self._tables[key] = compiled.bind(bindings)
-        for buffer, _, _ in key[1:]:
+        table = compiled.bind({name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)})
+        if not cached:
+            return table
+        self._tables[key] = table
+        for buffer, _, _ in regions:
             self._tables_of.setdefault(id(buffer), set()).add(key)
         while len(self._tables) > MAX_TABLES:
             self._forget(self._tables.popitem(last=False)[0])
