@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import threading
@@ -127,7 +128,7 @@ class Device:
     def adapter_name(self) -> str:
         return adapter_label(self.adapter)
 
-    @property
+    @functools.cached_property
     def backend(self) -> str:
         """'wgpu-native' or 'dawn'."""
         return backend_name(self.wgpu)

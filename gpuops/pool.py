@@ -257,23 +257,25 @@ def start_read_mapping(device: Device, buffer, size: int):
 def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
               what: str = "gpuops", done: list | None = None, uses=()) -> None:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
-    `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked first, as Device.submit does), map the
-    staging buffer and call `fill(memoryview)` on the mapped bytes: the one copy into host memory. No lock is held
-    while the GPU works or while `fill` runs (other threads may submit meanwhile), and a lost device ends the wait
-    with DeviceError. `fill` must not keep the memoryview: it is released when the buffer is unmapped. The staging
-    buffer is given back to the pool after, or appended to `done` for the caller to give back with its others."""
+    `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked
+    first, as Device.submit does), map the staging buffer and call `fill(memoryview)` on the mapped bytes: the one
+    copy into host memory. No lock is held while the GPU works or while `fill` runs (other threads may submit
+    meanwhile), and a lost device ends the wait with DeviceError. `fill` must not keep the memoryview: it is
+    released when the buffer is unmapped.
+
+    `done`: the call's other pooled buffers, given back to the pool together with the staging buffer once the
+    result is read, and then taken out of the list; where the read-back fails they stay in it for the caller."""
     size = -(-size // 4) * 4
     staging = mapped = None
     try:
-        with device._lock, device.explained(what, "reading a result back"):
-            if encoder is None:
-                encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
-            staging = pool.acquire(device, STAGING, size)
-            encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
-        device.submit(encoder, what, uses)
-        with device._lock, device._watch.submit_lock:  # wgpu-native may submit when a mapping begins
-            if device.lost:
-                raise device.lost_error(what, "reading back")
+        # One hold of the locks from the copy to the mapping (wgpu-native may submit when a mapping begins).
+        with device._lock, device._watch.submit_lock:
+            with device.explained(what, "reading a result back"):
+                if encoder is None:
+                    encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
+                staging = pool.acquire(device, STAGING, size)
+                encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+            device.submit(encoder, what, uses)
             with device.explained(what, "mapping the read-back"):
                 promise = start_read_mapping(device, staging, size)
         device.wait(promise, what, "waiting for the read-back")
@@ -292,4 +294,5 @@ def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, si
         if done is None:
             pool.release(staging)
         else:
-            done.append(staging)
+            pool.release(*done, staging)
+            done.clear()
