@@ -46,7 +46,6 @@ from .layout import coalesce
 from .numpy_types import refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
 from .pool import STORAGE, pool_of, read_back, upload
-from .support import support_row
 from .tensor import TensorDesc, packed_strides
 
 MAX_CALL_PLANS = 1024  # layouts whose plan a device keeps (LRU): a plan holds a compiled operator and a few tuples
@@ -127,10 +126,11 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
     on_device = any(type(v) is DeviceArray for v in values)
     if on_device or type(out) is DeviceArray:
         device = _common_device(where, names, values, out, device)
+    if device is None and feature_level is None:
+        device = default_device()  # the call runs at its feature level
     level = _feature_level(where, feature_level, device)
     stand_ins = tuple(_type_stand_in(where, n, v) for n, v in zip(names, values))
-    operands = resolve(where, spec.numpy_name, names, stand_ins, support_row(spec.name, level), spec.inputs[0],
-                       level.label)
+    operands = resolve(where, spec, level, names, stand_ins)
     arrays: list[np.ndarray | DeviceArray] = []
     for name, value, converted in zip(names, values, operands.arrays):
         if type(value) is DeviceArray:
@@ -141,11 +141,7 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
             arrays.append(value)
         else:
             arrays.append(converted)
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
-        shapes = " and ".join(f"{n} {a.shape}" for n, a in zip(names, arrays))
-        raise ValidationError(f"{where}: shapes {shapes} cannot be broadcast together") from None
+    shape = _broadcast_shape(where, names, arrays)
     if out is not None:
         _check_out(where, out, shape, operands.result, predicate)
     to_device = type(out) is DeviceArray or (out is None and on_device)
@@ -156,17 +152,31 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
             return _empty_device_array(device, shape, operands.result)
         return np.empty(shape, operands.result)
     device = device if device is not None else default_device()
-    data_type = DataType.from_numpy(operands.compute)
+    data_type = operands.data_type
     output_type = DataType.UINT8 if predicate else data_type
-    gathered: dict[int, np.ndarray | DeviceArray] = {}
-    for a in arrays:  # the same array given twice is gathered (and uploaded) once
-        if id(a) not in gathered:
-            gathered[id(a)] = a.copy(order="K") if type(a) is not DeviceArray and gathers(a) else a
-    result = _execute(spec, device, level, [gathered[id(a)] for a in arrays], shape, data_type, output_type,
-                      extra, out, to_device, operands.result)
+    gathered: dict[int, np.ndarray] = {}  # the same array given twice is gathered (and uploaded) once
+    for index, a in enumerate(arrays):
+        if type(a) is not DeviceArray and gathers(a):
+            if id(a) not in gathered:
+                gathered[id(a)] = a.copy(order="K")
+            arrays[index] = gathered[id(a)]
+    result = _execute(spec, device, level, arrays, shape, data_type, output_type, extra, out, to_device,
+                      operands.result)
     if out is not None:
         return out
     return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
+
+
+def _broadcast_shape(where: str, names: tuple[str, ...], arrays: list) -> tuple[int, ...]:
+    """The operands' broadcast shape (NumPy's rules), or ValidationError naming their shapes."""
+    shapes = [a.shape for a in arrays]
+    if shapes.count(shapes[0]) == len(shapes):  # one shape: nothing to broadcast
+        return shapes[0]
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        given = " and ".join(f"{n} {shape}" for n, shape in zip(names, shapes))
+        raise ValidationError(f"{where}: shapes {given} cannot be broadcast together") from None
 
 
 def _common_device(where: str, names: tuple[str, ...], values: tuple, out, device: Device | None) -> Device:
