@@ -50,6 +50,7 @@ from .tensor import TensorDesc, packed_strides
 
 MAX_CALL_PLANS = 1024  # layouts whose plan a device keeps (LRU): a plan holds a compiled operator and a few tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
+_BOOL = np.dtype(np.bool_)
 
 # What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=);
 # a DeviceArray where an operand or out is one.
@@ -283,16 +284,21 @@ def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[in
 @dataclass(frozen=True)
 class _CallPlan:
     """What a call's layout decides, kept per device (pool.call_plans) for the calls of the same layout: the
-    compiled operator, the output's element strides over the work shape and the flipped axes, and per input where
-    its uploaded bytes start from its data pointer and how many there are (None for a device array)."""
+    compiled operator, the output's element strides over the work shape and the flipped axes, per input where its
+    uploaded bytes start from its data pointer and how many there are (None for a device array), and how the
+    output buffer is read back."""
 
     compiled: CompiledOperator
     out_strides: tuple[int, ...]
     flips: tuple[int, ...]
     starts: tuple[int | None, ...]
     spans: tuple[int | None, ...]
+    whole: tuple[bool, ...]  # per input: its upload is the array itself (all its bytes, in C order)
     out_size: int
     out_packed: bool  # the output is in C order (its read-back needs no strided view)
+    work_shape: tuple[int, ...]  # the output's shape, (1,) for a 0-d one
+    out_dtype: np.dtype  # the output buffer's elements (uint8 for a predicate)
+    out_byte_strides: tuple[int, ...]
 
 
 def _plan_key(spec: OperatorSpec, level: FeatureLevel, arrays: list, shape: tuple[int, ...], data_type: DataType,
@@ -348,8 +354,11 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     if largest > device.max_buffer_size:
         raise DeviceError(f"{where}: a buffer of {largest} bytes is needed; the adapter {device.adapter_name} holds "
                           f"at most {device.max_buffer_size} bytes in one buffer")
-    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), out_size,
-                     tuple(out_strides) == packed_strides(work_shape))
+    whole = tuple(start == 0 and index not in copied and span == array.nbytes and array.flags.c_contiguous
+                  for index, (array, start, span) in enumerate(zip(arrays, starts, spans)))
+    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), whole, out_size,
+                     tuple(out_strides) == packed_strides(work_shape), work_shape, output_type.numpy_dtype,
+                     tuple(s * output_type.size for s in out_strides))
     return plan, {index: views[index] for index in copied}
 
 
@@ -374,9 +383,9 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 pool.call_plans[key] = plan
                 while len(pool.call_plans) > MAX_CALL_PLANS:
                     pool.call_plans.popitem(last=False)
-    raws = [None if start is None else
-            host_bytes(copies[index]) if index in copies else _bytes_at(arrays[index], start, span)
-            for index, (start, span) in enumerate(zip(plan.starts, plan.spans))]
+    raws = [None if start is None else host_bytes(copies[index]) if index in copies else
+            arrays[index] if whole else _bytes_at(arrays[index], start, span)
+            for index, (start, span, whole) in enumerate(zip(plan.starts, plan.spans, plan.whole))]
     temporaries: list = []  # the pool's buffers this call gives back when done
     compiled = plan.compiled
     # The caller's buffers (device arrays, out=), checked before recording and again at the submit: destroyed or
@@ -411,19 +420,16 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
             if to_device:
                 device.submit(encoder, spec.name, uses)
                 return result
-        target = _host_target(out, shape, plan, output_type)
-        work_shape = shape or (1,)
-        count = math.prod(work_shape)
-        byte_strides = tuple(s * output_type.size for s in plan.out_strides)
-        flips, packed = plan.flips, plan.out_packed
+        target = _host_target(out, shape, plan)
 
         def fill(mapped: memoryview) -> None:
-            elements = np.frombuffer(mapped, output_type.numpy_dtype, count)
-            if packed:
-                got = elements.reshape(work_shape)
+            elements = np.frombuffer(mapped, plan.out_dtype, math.prod(plan.work_shape))
+            if plan.out_packed:
+                got = elements.reshape(plan.work_shape)
             else:
-                got = np.lib.stride_tricks.as_strided(elements, work_shape, byte_strides, writeable=False)
-            copy_array(target, np.flip(got, flips).reshape(shape) if flips else got.reshape(shape))
+                got = np.lib.stride_tricks.as_strided(elements, plan.work_shape, plan.out_byte_strides,
+                                                      writeable=False)
+            copy_array(target, np.flip(got, plan.flips).reshape(shape) if plan.flips else got.reshape(shape))
 
         read_back(device, pool, encoder, regions[-1][0], 0, plan.out_size, fill, spec.name,
                   temporaries, uses)
@@ -433,13 +439,11 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 pool.release(*temporaries)
     if out is not None:
         return None
-    return target.view(np.bool_) if result_dtype == np.bool_ else target
+    return target.view(np.bool_) if result_dtype == _BOOL else target
 
 
 def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
     """`span` bytes of `array`'s memory from `start` bytes past its data pointer (its plan says they are its)."""
-    if start == 0 and span == array.nbytes and array.flags.c_contiguous:
-        return array.reshape(-1).view(np.uint8)  # the common case, without ctypes' cost
     pointer = array.__array_interface__["data"][0] + start
     return np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(pointer))
 
@@ -459,14 +463,14 @@ def _input_regions(spec: OperatorSpec, device: Device, pool, arrays: list, raws:
                 regions.append(array._region())
                 cached = cached and array.owned
                 continue
-            key = (raw.__array_interface__["data"][0], raw.size) if several else id(raw)
+            key = (raw.__array_interface__["data"][0], raw.nbytes) if several else id(raw)
             region = uploaded.get(key)
             if region is None:
                 buffer, staging = upload(device, pool, raw, encoder)
                 temporaries.append(buffer)
                 if staging is not None:
                     temporaries.append(staging)
-                region = uploaded[key] = (buffer, 0, -(-raw.size // 16) * 16)
+                region = uploaded[key] = (buffer, 0, -(-raw.nbytes // 16) * 16)
             regions.append(region)
     return regions, cached
 
@@ -479,14 +483,14 @@ def _layout_stand_in(array: DeviceArray) -> np.ndarray:
                                            tuple(s * itemsize for s in array.strides), writeable=False)
 
 
-def _host_target(out, shape: tuple[int, ...], plan: _CallPlan, output_type: DataType) -> np.ndarray:
+def _host_target(out, shape: tuple[int, ...], plan: _CallPlan) -> np.ndarray:
     """Where the read-back lands: out (a predicate's bool out as its bytes), or a new array laid out as the output
     buffer (packed in the inputs' memory order: the copy is then one linear pass)."""
     if out is not None:
-        return out.view(np.uint8) if out.dtype == np.bool_ else out
+        return out.view(np.uint8) if out.dtype == _BOOL else out
     if plan.out_packed and not plan.flips:
-        return np.empty(shape, output_type.numpy_dtype)
-    target = empty_in_order(shape or (1,), plan.out_strides, output_type.numpy_dtype)
+        return np.empty(shape, plan.out_dtype)
+    target = empty_in_order(plan.work_shape, plan.out_strides, plan.out_dtype)
     if plan.flips:
         target = np.flip(target, plan.flips)
     return target.reshape(shape)
