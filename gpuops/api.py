@@ -211,7 +211,7 @@ def _empty_device_array(device: Device, shape: tuple[int, ...], dtype: np.dtype)
     pool = pool_of(device)
     with device._lock:
         buffer = pool.acquire(device, STORAGE, 16)
-    return DeviceArray._wrap(device, buffer, dtype, shape, packed_strides(shape), 0, pool)
+    return DeviceArray._wrap(device, buffer, dtype, shape, packed_strides(shape), 0, True)
 
 
 def _check_out(where: str, out, shape: tuple[int, ...], dtype: np.dtype, predicate: bool) -> None:
@@ -406,7 +406,7 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                     buffer = pool.acquire(device, STORAGE, plan.out_size)
                 if to_device:
                     result = DeviceArray._wrap(device, buffer, result_dtype, shape,
-                                               plan.out_strides if shape else (), 0, pool)
+                                               plan.out_strides if shape else (), 0, True)
                 else:
                     temporaries.append(buffer)
                 regions.append((buffer, 0, plan.out_size))
