@@ -188,7 +188,7 @@ def pool_of(device: Device) -> BufferPool:
 
 
 def upload(device: Device, pool: BufferPool, data, encoder) -> tuple[object, object | None]:
-    """A pooled storage buffer that holds `data` (a C-contiguous array of bytes) from offset 0 for the work
+    """A pooled storage buffer that holds the bytes of `data` (a C-contiguous array) from offset 0 for the work
     recorded into `encoder` after this call, and the pooled buffer to give back once `encoder` is submitted (or
     None). Call with the device's lock held.
 
