@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .arrays import DeviceArray, empty_in_order, host_bytes
-from .device import Binding, CompiledOperator, Device, default_device
+from .device import CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
 from .hostcopy import copy_array
@@ -46,11 +46,11 @@ from .layout import coalesce
 from .numpy_types import refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
 from .pool import STORAGE, pool_of, read_back, upload
-from .support import support_row
 from .tensor import TensorDesc, packed_strides
 
 MAX_CALL_PLANS = 1024  # layouts whose plan a device keeps (LRU): a plan holds a compiled operator and a few tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
+_BOOL = np.dtype(np.bool_)
 
 # What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=);
 # a DeviceArray where an operand or out is one.
@@ -127,10 +127,11 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
     on_device = any(type(v) is DeviceArray for v in values)
     if on_device or type(out) is DeviceArray:
         device = _common_device(where, names, values, out, device)
+    if device is None and feature_level is None:
+        device = default_device()  # the call runs at its feature level
     level = _feature_level(where, feature_level, device)
     stand_ins = tuple(_type_stand_in(where, n, v) for n, v in zip(names, values))
-    operands = resolve(where, spec.numpy_name, names, stand_ins, support_row(spec.name, level), spec.inputs[0],
-                       level.label)
+    operands = resolve(where, spec, level, names, stand_ins)
     arrays: list[np.ndarray | DeviceArray] = []
     for name, value, converted in zip(names, values, operands.arrays):
         if type(value) is DeviceArray:
@@ -141,11 +142,7 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
             arrays.append(value)
         else:
             arrays.append(converted)
-    try:
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-    except ValueError:
-        shapes = " and ".join(f"{n} {a.shape}" for n, a in zip(names, arrays))
-        raise ValidationError(f"{where}: shapes {shapes} cannot be broadcast together") from None
+    shape = _broadcast_shape(where, names, arrays)
     if out is not None:
         _check_out(where, out, shape, operands.result, predicate)
     to_device = type(out) is DeviceArray or (out is None and on_device)
@@ -156,17 +153,31 @@ def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict,
             return _empty_device_array(device, shape, operands.result)
         return np.empty(shape, operands.result)
     device = device if device is not None else default_device()
-    data_type = DataType.from_numpy(operands.compute)
+    data_type = operands.data_type
     output_type = DataType.UINT8 if predicate else data_type
-    gathered: dict[int, np.ndarray | DeviceArray] = {}
-    for a in arrays:  # the same array given twice is gathered (and uploaded) once
-        if id(a) not in gathered:
-            gathered[id(a)] = a.copy(order="K") if type(a) is not DeviceArray and gathers(a) else a
-    result = _execute(spec, device, level, [gathered[id(a)] for a in arrays], shape, data_type, output_type,
-                      extra, out, to_device, operands.result)
+    gathered: dict[int, np.ndarray] = {}  # the same array given twice is gathered (and uploaded) once
+    for index, a in enumerate(arrays):
+        if type(a) is not DeviceArray and gathers(a):
+            if id(a) not in gathered:
+                gathered[id(a)] = a.copy(order="K")
+            arrays[index] = gathered[id(a)]
+    result = _execute(spec, device, level, arrays, shape, data_type, output_type, extra, out, to_device,
+                      operands.result)
     if out is not None:
         return out
     return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
+
+
+def _broadcast_shape(where: str, names: tuple[str, ...], arrays: list) -> tuple[int, ...]:
+    """The operands' broadcast shape (NumPy's rules), or ValidationError naming their shapes."""
+    shapes = [a.shape for a in arrays]
+    if shapes.count(shapes[0]) == len(shapes):  # one shape: nothing to broadcast
+        return shapes[0]
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        given = " and ".join(f"{n} {shape}" for n, shape in zip(names, shapes))
+        raise ValidationError(f"{where}: shapes {given} cannot be broadcast together") from None
 
 
 def _common_device(where: str, names: tuple[str, ...], values: tuple, out, device: Device | None) -> Device:
@@ -200,7 +211,7 @@ def _empty_device_array(device: Device, shape: tuple[int, ...], dtype: np.dtype)
     pool = pool_of(device)
     with device._lock:
         buffer = pool.acquire(device, STORAGE, 16)
-    return DeviceArray._wrap(device, buffer, dtype, shape, packed_strides(shape), 0, pool)
+    return DeviceArray._wrap(device, buffer, dtype, shape, packed_strides(shape), 0, True)
 
 
 def _check_out(where: str, out, shape: tuple[int, ...], dtype: np.dtype, predicate: bool) -> None:
@@ -273,16 +284,21 @@ def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[in
 @dataclass(frozen=True)
 class _CallPlan:
     """What a call's layout decides, kept per device (pool.call_plans) for the calls of the same layout: the
-    compiled operator, the output's element strides over the work shape and the flipped axes, and per input where
-    its uploaded bytes start from its data pointer and how many there are (None for a device array)."""
+    compiled operator, the output's element strides over the work shape and the flipped axes, per input where its
+    uploaded bytes start from its data pointer and how many there are (None for a device array), and how the
+    output buffer is read back."""
 
     compiled: CompiledOperator
     out_strides: tuple[int, ...]
     flips: tuple[int, ...]
     starts: tuple[int | None, ...]
     spans: tuple[int | None, ...]
+    whole: tuple[bool, ...]  # per input: its upload is the array itself (all its bytes, in C order)
     out_size: int
     out_packed: bool  # the output is in C order (its read-back needs no strided view)
+    work_shape: tuple[int, ...]  # the output's shape, (1,) for a 0-d one
+    out_dtype: np.dtype  # the output buffer's elements (uint8 for a predicate)
+    out_byte_strides: tuple[int, ...]
 
 
 def _plan_key(spec: OperatorSpec, level: FeatureLevel, arrays: list, shape: tuple[int, ...], data_type: DataType,
@@ -338,8 +354,11 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     if largest > device.max_buffer_size:
         raise DeviceError(f"{where}: a buffer of {largest} bytes is needed; the adapter {device.adapter_name} holds "
                           f"at most {device.max_buffer_size} bytes in one buffer")
-    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), out_size,
-                     tuple(out_strides) == packed_strides(work_shape))
+    whole = tuple(start == 0 and index not in copied and span == array.nbytes and array.flags.c_contiguous
+                  for index, (array, start, span) in enumerate(zip(arrays, starts, spans)))
+    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), whole, out_size,
+                     tuple(out_strides) == packed_strides(work_shape), work_shape, output_type.numpy_dtype,
+                     tuple(s * output_type.size for s in out_strides))
     return plan, {index: views[index] for index in copied}
 
 
@@ -364,56 +383,55 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 pool.call_plans[key] = plan
                 while len(pool.call_plans) > MAX_CALL_PLANS:
                     pool.call_plans.popitem(last=False)
-    raws = [None if start is None else
-            host_bytes(copies[index]) if index in copies else _bytes_at(arrays[index], start, span)
-            for index, (start, span) in enumerate(zip(plan.starts, plan.spans))]
+    raws = [None if start is None else host_bytes(copies[index]) if index in copies else
+            arrays[index] if whole else _bytes_at(arrays[index], start, span)
+            for index, (start, span, whole) in enumerate(zip(plan.starts, plan.spans, plan.whole))]
     temporaries: list = []  # the pool's buffers this call gives back when done
+    compiled = plan.compiled
+    # The caller's buffers (device arrays, out=), checked before recording and again at the submit: destroyed or
+    # mapped since they were bound. This call's pooled buffers are gpuops' alone: nothing else can have destroyed
+    # or mapped them.
+    uses = [(compiled.refused_as, name, value.buffer) for name, value in zip(spec.tensor_fields, (*arrays, out))
+            if type(value) is DeviceArray]
     try:
         with device._lock:  # one device's wgpu calls are never made from two threads at once
             encoder = device.wgpu_device.create_command_encoder()
-            bindings, cached = _input_bindings(spec, device, pool, arrays, raws, encoder, temporaries)
+            regions, cached = _input_regions(spec, device, pool, arrays, raws, encoder, temporaries)
             result = None
-            with device.explained(spec.name, "allocating buffers"):
-                if type(out) is DeviceArray:
-                    bindings[spec.output] = out.binding
-                    cached = cached and out.owned
-                else:
+            if type(out) is DeviceArray:
+                regions.append(out._region())
+                cached = cached and out.owned
+            else:
+                with device.explained(spec.name, "allocating buffers"):
                     buffer = pool.acquire(device, STORAGE, plan.out_size)
-                    if to_device:
-                        result = DeviceArray._wrap(device, buffer, result_dtype, shape,
-                                                   plan.out_strides if shape else (), 0, pool)
-                    else:
-                        temporaries.append(buffer)
-                    bindings[spec.output] = Binding(buffer, 0, plan.out_size)
+                if to_device:
+                    result = DeviceArray._wrap(device, buffer, result_dtype, shape,
+                                               plan.out_strides if shape else (), 0, True)
+                else:
+                    temporaries.append(buffer)
+                regions.append((buffer, 0, plan.out_size))
             try:
-                table = pool.table(plan.compiled, bindings, cached)
+                table = pool.table(compiled, tuple(regions), cached)
             except ValidationError as exc:  # device arrays bound as the operator refuses (out overlapping an input)
                 raise ValidationError(f"gpuops.{spec.numpy_name}: {exc}") from None
-            plan.compiled.record(encoder, table)
-            # A caller's buffers (device arrays, out=) are checked again at the submit: destroyed or mapped since.
-            # This call's pooled buffers are gpuops' alone: nothing else can have destroyed or mapped them.
-            device_arrays = [(name, v) for name, v in zip(spec.inputs, arrays) if type(v) is DeviceArray]
-            if type(out) is DeviceArray:
-                device_arrays.append((spec.output, out))
-            uses = [(spec.name, name, bindings[name].buffer) for name, _ in device_arrays]
+            device.check_uses(uses)
+            with device.explained(spec.name, "recording"):
+                table._record_locked(encoder)
             if to_device:
                 device.submit(encoder, spec.name, uses)
                 return result
-        target = _host_target(out, shape, plan, output_type)
-        work_shape = shape or (1,)
-        count = math.prod(work_shape)
-        byte_strides = tuple(s * output_type.size for s in plan.out_strides)
-        flips, packed = plan.flips, plan.out_packed
+        target = _host_target(out, shape, plan)
 
         def fill(mapped: memoryview) -> None:
-            elements = np.frombuffer(mapped, output_type.numpy_dtype, count)
-            if packed:
-                got = elements.reshape(work_shape)
+            elements = np.frombuffer(mapped, plan.out_dtype, math.prod(plan.work_shape))
+            if plan.out_packed:
+                got = elements.reshape(plan.work_shape)
             else:
-                got = np.lib.stride_tricks.as_strided(elements, work_shape, byte_strides, writeable=False)
-            copy_array(target, np.flip(got, flips).reshape(shape) if flips else got.reshape(shape))
+                got = np.lib.stride_tricks.as_strided(elements, plan.work_shape, plan.out_byte_strides,
+                                                      writeable=False)
+            copy_array(target, np.flip(got, plan.flips).reshape(shape) if plan.flips else got.reshape(shape))
 
-        read_back(device, pool, encoder, bindings[spec.output].buffer, 0, plan.out_size, fill, spec.name,
+        read_back(device, pool, encoder, regions[-1][0], 0, plan.out_size, fill, spec.name,
                   temporaries, uses)
     finally:
         if temporaries:
@@ -421,39 +439,40 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 pool.release(*temporaries)
     if out is not None:
         return None
-    return target.view(np.bool_) if result_dtype == np.bool_ else target
+    return target.view(np.bool_) if result_dtype == _BOOL else target
 
 
 def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
     """`span` bytes of `array`'s memory from `start` bytes past its data pointer (its plan says they are its)."""
-    if start == 0 and span == array.nbytes and array.flags.c_contiguous:
-        return array.reshape(-1).view(np.uint8)  # the common case, without ctypes' cost
     pointer = array.__array_interface__["data"][0] + start
     return np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(pointer))
 
 
-def _input_bindings(spec: OperatorSpec, device: Device, pool, arrays: list, raws: list, encoder,
-                    temporaries: list) -> tuple[dict[str, Binding], bool]:
-    """Each input's binding: a device array's own, a host array uploaded into a pooled buffer (memory given twice
-    is uploaded once). Also whether every buffer is pool-made (the binding table may then be kept)."""
-    bindings: dict[str, Binding] = {}
-    uploaded: dict[tuple[int, int], Binding] = {}
+def _input_regions(spec: OperatorSpec, device: Device, pool, arrays: list, raws: list, encoder,
+                   temporaries: list) -> tuple[list[tuple[object, int, int]], bool]:
+    """Each input's (buffer, offset, size): a device array's own region, a host array uploaded into a pooled buffer
+    (memory given twice is uploaded once). Also whether every buffer is pool-made (the binding table may then be
+    kept)."""
+    regions: list[tuple[object, int, int]] = []
+    uploaded: dict[tuple[int, int], tuple[object, int, int]] = {}
+    several = sum(raw is not None for raw in raws) > 1  # only then can two inputs share memory
     cached = True
     with device.explained(spec.name, "uploading the inputs"):
-        for name, array, raw in zip(spec.inputs, arrays, raws):
+        for array, raw in zip(arrays, raws):
             if raw is None:
-                bindings[name] = array.binding
+                regions.append(array._region())
                 cached = cached and array.owned
                 continue
-            key = (raw.__array_interface__["data"][0], raw.size)
-            if key not in uploaded:
+            key = (raw.__array_interface__["data"][0], raw.nbytes) if several else id(raw)
+            region = uploaded.get(key)
+            if region is None:
                 buffer, staging = upload(device, pool, raw, encoder)
                 temporaries.append(buffer)
                 if staging is not None:
                     temporaries.append(staging)
-                uploaded[key] = Binding(buffer, 0, -(-raw.size // 16) * 16)
-            bindings[name] = uploaded[key]
-    return bindings, cached
+                region = uploaded[key] = (buffer, 0, -(-raw.nbytes // 16) * 16)
+            regions.append(region)
+    return regions, cached
 
 
 def _layout_stand_in(array: DeviceArray) -> np.ndarray:
@@ -464,14 +483,14 @@ def _layout_stand_in(array: DeviceArray) -> np.ndarray:
                                            tuple(s * itemsize for s in array.strides), writeable=False)
 
 
-def _host_target(out, shape: tuple[int, ...], plan: _CallPlan, output_type: DataType) -> np.ndarray:
+def _host_target(out, shape: tuple[int, ...], plan: _CallPlan) -> np.ndarray:
     """Where the read-back lands: out (a predicate's bool out as its bytes), or a new array laid out as the output
     buffer (packed in the inputs' memory order: the copy is then one linear pass)."""
     if out is not None:
-        return out.view(np.uint8) if out.dtype == np.bool_ else out
+        return out.view(np.uint8) if out.dtype == _BOOL else out
     if plan.out_packed and not plan.flips:
-        return np.empty(shape, output_type.numpy_dtype)
-    target = empty_in_order(shape or (1,), plan.out_strides, output_type.numpy_dtype)
+        return np.empty(shape, plan.out_dtype)
+    target = empty_in_order(plan.work_shape, plan.out_strides, plan.out_dtype)
     if plan.flips:
         target = np.flip(target, plan.flips)
     return target.reshape(shape)

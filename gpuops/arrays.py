@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import weakref
 
 import numpy as np
 
@@ -21,7 +20,7 @@ from .errors import ValidationError, shown
 from .hostcopy import copy_array
 from .layout import span_in_bytes
 from .numpy_types import refuse_subclass
-from .pool import STORAGE, BufferPool, pool_of, read_back, upload
+from .pool import STORAGE, pool_of, read_back, upload
 from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT, TensorDesc, packed_strides
 
 
@@ -74,15 +73,20 @@ class DeviceArray:
 
     @classmethod
     def _wrap(cls, device: Device, buffer, dtype: np.dtype, shape: tuple[int, ...], strides: tuple[int, ...],
-              offset: int, pool: BufferPool | None) -> DeviceArray:
-        """A device array over checked values; with `pool`, it owns `buffer` and gives it back when collected."""
+              offset: int, owned: bool) -> DeviceArray:
+        """A device array over checked values; `owned`: `buffer` is from the device's pool, and goes back to it
+        when the array is collected."""
         self = object.__new__(cls)
         for name, value in (("_device", device), ("_buffer", buffer), ("_dtype", dtype), ("_shape", shape),
-                            ("_strides", strides), ("_offset", offset), ("_owned", pool is not None)):
+                            ("_strides", strides), ("_offset", offset), ("_owned", owned)):
             object.__setattr__(self, name, value)
-        if pool is not None:
-            weakref.finalize(self, pool.give_back, buffer).atexit = False
         return self
+
+    def __del__(self) -> None:
+        # Unlike weakref.finalize, nothing to set up per array. It may run in any thread, inside the garbage
+        # collector: give_back only queues the buffer. (An instance whose __init__ refused has no slots set.)
+        if getattr(self, "_owned", False):
+            self._device.pool.give_back(self._buffer)
 
     @classmethod
     def from_buffer(cls, device: Device, buffer, dtype, shape, strides=None, offset: int = 0) -> DeviceArray:
@@ -123,7 +127,7 @@ class DeviceArray:
         if start + -(-needed // 4) * 4 > buffer.size:
             raise ValidationError(f"{where}: the array spans {needed} bytes from offset {start} (rounded up to 4 "
                                   f"bytes); the buffer holds {buffer.size}")
-        return cls._wrap(device, buffer, numpy_dtype, sizes, element_strides, start, None)
+        return cls._wrap(device, buffer, numpy_dtype, sizes, element_strides, start, False)
 
     @property
     def device(self) -> Device:
@@ -183,7 +187,11 @@ class DeviceArray:
     def binding(self) -> Binding:
         """The array's region of its buffer, for the DirectML-level API with `.desc`: from its offset to its last
         element's end (rounded up to 16 bytes where the array's own buffer has them, else to 4)."""
-        return Binding(self._buffer, self._offset, self._binding_size())
+        return Binding(*self._region())
+
+    def _region(self) -> tuple[object, int, int]:
+        """(buffer, offset, size) of `.binding`, without making a Binding."""
+        return self._buffer, self._offset, self._binding_size()
 
     def _binding_size(self) -> int:
         span = _span(self._shape, self._strides, self.itemsize)
@@ -295,4 +303,4 @@ def asarray(x, device: Device | None = None) -> DeviceArray:
             if staging is not None:  # a large array: its copy from the mapped upload buffer runs now
                 device.submit(encoder, where)
                 pool.release(staging)
-    return DeviceArray._wrap(device, buffer, array.dtype, array.shape, strides, 0, pool)
+    return DeviceArray._wrap(device, buffer, array.dtype, array.shape, strides, 0, True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 import threading
@@ -127,7 +128,7 @@ class Device:
     def adapter_name(self) -> str:
         return adapter_label(self.adapter)
 
-    @property
+    @functools.cached_property
     def backend(self) -> str:
         """'wgpu-native' or 'dawn'."""
         return backend_name(self.wgpu)
@@ -388,6 +389,13 @@ class BindingTable:
         self.bindings = dict(bindings)  # a copy: the table stands for the bindings it was validated with
         self._dispatches = dispatches
 
+    def _record_locked(self, encoder: wgpu.GPUCommandEncoder) -> None:
+        """Record the dispatches into `encoder` as one compute pass, without record()'s checks: for gpuops' own
+        callers, which made the encoder, hold the device's lock and have checked the caller's buffers."""
+        compute_pass = encoder.begin_compute_pass()
+        _dispatch_all(compute_pass, self._dispatches)
+        compute_pass.end()
+
 
 class CompiledOperator:
     """A validated operator description, ready to record against bindings (DirectML's compiled operator)."""
@@ -398,7 +406,7 @@ class CompiledOperator:
         self.spec: OperatorSpec = spec_of(desc)
         self.tensor_fields: tuple[str, ...] = self.spec.tensor_fields
         self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
-        self._refused_as = f"DML_OPERATOR_{self.spec.name}"  # how binding refusals name the operator
+        self.refused_as = f"DML_OPERATOR_{self.spec.name}"  # how binding refusals name the operator
 
     def bind(self, bindings: Mapping[str, Binding]) -> BindingTable:
         """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
@@ -459,7 +467,7 @@ class CompiledOperator:
         """The buffers an execution with these (validated) bindings uses, for the checks before its submit."""
         if type(bindings) is BindingTable:
             bindings = bindings.bindings
-        operator = self._refused_as
+        operator = self.refused_as
         return [(operator, name, bindings[name].buffer) for name in self.tensor_fields]
 
     def _plan(self, bindings: Mapping[str, Binding] | BindingTable) -> tuple[_Dispatch, ...]:

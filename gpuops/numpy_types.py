@@ -12,25 +12,33 @@ of booleans in int8 is rarely what a caller meant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from .enums import DataType
+from .enums import DataType, FeatureLevel
 from .errors import ValidationError
-from .operators import OperatorSpec, spec_by_name
-from .support import SupportRow
+from .operators import OperatorSpec
+from .support import support_row
 
 _WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
 
 
-@dataclass(frozen=True)
-class Operands:
-    """The operands converted to the dtype NumPy computes in, and the dtype NumPy returns."""
+class Operands(NamedTuple):
+    """The operands converted to the dtype NumPy computes in, that dtype (and its DataType), and the dtype NumPy
+    returns."""
 
     arrays: tuple[np.ndarray, ...]
     compute: np.dtype
+    data_type: DataType
     result: np.dtype
+
+
+# NumPy's loop for an operator's operand types at a feature level, found supported: (operator name, level,
+# operand types) -> (compute dtype, its DataType, result dtype). Refusals are not kept. Cleared when full: there
+# are few combinations in use.
+_LOOPS: dict[tuple, tuple[np.dtype, DataType, np.dtype]] = {}
+MAX_LOOPS = 1024
 
 
 def refuse_subclass(where: str, name: str, value: object) -> None:
@@ -57,13 +65,10 @@ def describe(name: str, value: object, array: np.ndarray | None) -> str:
     return f"{name} (a {kind}, {array.dtype} to NumPy)" if array is not None else f"{name} (a {kind})"
 
 
-def resolve(where: str, function: str | OperatorSpec, names: tuple[str, ...], values: tuple, row: SupportRow | None,
-            input_field: str, level_label: str) -> Operands:
-    """NumPy's computation dtype for `values`, checked against the support row, and the operands converted to it.
-
-    `function`: the operator's row, or its NumPy-level name ('sign'); the row's numpy_ufunc gives the type rules."""
-    spec = function if isinstance(function, OperatorSpec) else spec_by_name(function)
-    function = spec.numpy_name
+def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...],
+            values: tuple) -> Operands:
+    """NumPy's computation dtype for `values` (the row's numpy_ufunc gives the type rules), checked against the
+    operator's support row at `level`, and the operands converted to it."""
     if spec.numpy_ufunc is None:
         raise ValidationError(f"{where}: DML_OPERATOR_{spec.name}: OperatorSpec.numpy_ufunc: None; the row names no "
                               "NumPy ufunc whose type rules to follow")
@@ -82,24 +87,15 @@ def resolve(where: str, function: str | OperatorSpec, names: tuple[str, ...], va
                                   f"tensors and gpuops does not pick a number type for it; pass "
                                   f"{name}.astype(np.int8) (or another number type)")
         arrays.append(array)
-    def operands() -> str:  # for refusals only: made when one is raised
-        return ", ".join(describe(n, v, a) for n, v, a in zip(names, values, arrays))
-
-    ufunc = spec.numpy_ufunc
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
-    try:
-        loop = ufunc.resolve_dtypes(descriptors + (None,))
-    except TypeError:  # NumPy has no loop for these types (strings, complex remainders, ...)
-        raise ValidationError(f"{where}: NumPy has no {ufunc.__name__} for {operands()}") from None
-    compute, result = loop[0], loop[-1]
-    data_type = DataType.from_numpy(compute)
-    allowed = row.types[input_field] if row else frozenset()
-    if data_type is None or data_type not in allowed:
-        names_allowed = ", ".join(sorted(t.numpy_dtype.name for t in allowed)) or \
-            "none (the operator does not exist at that level)"
-        raise ValidationError(f"{where}: {operands()}: NumPy computes in {compute}; gpuops computes {function} at "
-                              f"feature level {level_label} in {names_allowed} and does not cast (convert the "
-                              "operands with astype if a narrower type is meant)")
+    key = (spec.name, level, descriptors)
+    loop = _LOOPS.get(key)
+    if loop is None:
+        loop = _supported_loop(where, spec, level, names, values, arrays, descriptors)
+        if len(_LOOPS) >= MAX_LOOPS:
+            _LOOPS.clear()
+        _LOOPS[key] = loop
+    compute, data_type, result = loop
     converted = []
     for name, value, array in zip(names, values, arrays):
         if array is None:
@@ -107,8 +103,36 @@ def resolve(where: str, function: str | OperatorSpec, names: tuple[str, ...], va
                 array = np.asarray(value, dtype=compute)  # NumPy's conversion of a weak scalar, refusals included
             except (OverflowError, ValueError) as exc:
                 raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes "
-                                      f"in for {operands()}: {exc}") from None
+                                      f"in for {_operands(names, values, arrays)}: {exc}") from None
         elif array.dtype != compute:
             array = array.astype(compute)  # NumPy's own cast of the operand (exact: the loop was chosen safe)
         converted.append(array)
-    return Operands(tuple(converted), compute, result)
+    return Operands(tuple(converted), compute, data_type, result)
+
+
+def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,
+                    arrays: list, descriptors: tuple) -> tuple[np.dtype, DataType, np.dtype]:
+    """NumPy's (compute dtype, its DataType, result dtype) for the operand types, or ValidationError where NumPy
+    has no loop or DirectML does not support the compute type for the operator at `level`."""
+    ufunc = spec.numpy_ufunc
+    try:
+        loop = ufunc.resolve_dtypes(descriptors + (None,))
+    except TypeError:  # NumPy has no loop for these types (strings, complex remainders, ...)
+        raise ValidationError(f"{where}: NumPy has no {ufunc.__name__} for {_operands(names, values, arrays)}") \
+            from None
+    compute, result = loop[0], loop[-1]
+    data_type = DataType.from_numpy(compute)
+    row = support_row(spec.name, level)
+    allowed = row.types[spec.inputs[0]] if row else frozenset()
+    if data_type is None or data_type not in allowed:
+        names_allowed = ", ".join(sorted(t.numpy_dtype.name for t in allowed)) or \
+            "none (the operator does not exist at that level)"
+        raise ValidationError(f"{where}: {_operands(names, values, arrays)}: NumPy computes in {compute}; gpuops "
+                              f"computes {spec.numpy_name} at feature level {level.label} in {names_allowed} and "
+                              "does not cast (convert the operands with astype if a narrower type is meant)")
+    return compute, data_type, result
+
+
+def _operands(names: tuple[str, ...], values: tuple, arrays: list) -> str:
+    """The operands as refusals name them: 'a int8, b=2.9 (Python float)'."""
+    return ", ".join(describe(n, v, a) for n, v, a in zip(names, values, arrays))

@@ -28,7 +28,6 @@ a time); `give_back` only queues the buffer, so that it may run in a garbage col
 from __future__ import annotations
 
 import collections
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -143,19 +142,21 @@ class BufferPool:
             self._idle_bytes -= buffer.size
             self._destroy(buffer)
 
-    def table(self, compiled: CompiledOperator, bindings: Mapping[str, Binding], cached: bool) -> BindingTable:
-        """The binding table of `compiled` on `bindings`, remembered when `cached` (every buffer the pool's or a
-        pooled DeviceArray's: a caller's buffer is never kept alive by the pool)."""
-        if not cached:
-            return compiled.bind(bindings)
-        key = (compiled,) + tuple((b.buffer, b.offset, b.size) for b in
-                                  (bindings[name] for name in compiled.tensor_fields))
-        table = self._tables.get(key)
+    def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
+              cached: bool) -> BindingTable:
+        """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
+        compiled.tensor_fields), remembered when `cached` (every buffer the pool's or a pooled DeviceArray's: a
+        caller's buffer is never kept alive by the pool)."""
+        key = (compiled,) + regions
+        table = self._tables.get(key) if cached else None
         if table is not None:
             self._tables.move_to_end(key)
             return table
-        table = self._tables[key] = compiled.bind(bindings)
-        for buffer, _, _ in key[1:]:
+        table = compiled.bind({name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)})
+        if not cached:
+            return table
+        self._tables[key] = table
+        for buffer, _, _ in regions:
             self._tables_of.setdefault(id(buffer), set()).add(key)
         while len(self._tables) > MAX_TABLES:
             self._forget(self._tables.popitem(last=False)[0])
@@ -187,7 +188,7 @@ def pool_of(device: Device) -> BufferPool:
 
 
 def upload(device: Device, pool: BufferPool, data, encoder) -> tuple[object, object | None]:
-    """A pooled storage buffer that holds `data` (a C-contiguous array of bytes) from offset 0 for the work
+    """A pooled storage buffer that holds the bytes of `data` (a C-contiguous array) from offset 0 for the work
     recorded into `encoder` after this call, and the pooled buffer to give back once `encoder` is submitted (or
     None). Call with the device's lock held.
 
@@ -256,23 +257,25 @@ def start_read_mapping(device: Device, buffer, size: int):
 def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
               what: str = "gpuops", done: list | None = None, uses=()) -> None:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
-    `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked first, as Device.submit does), map the
-    staging buffer and call `fill(memoryview)` on the mapped bytes: the one copy into host memory. No lock is held
-    while the GPU works or while `fill` runs (other threads may submit meanwhile), and a lost device ends the wait
-    with DeviceError. `fill` must not keep the memoryview: it is released when the buffer is unmapped. The staging
-    buffer is given back to the pool after, or appended to `done` for the caller to give back with its others."""
+    `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked
+    first, as Device.submit does), map the staging buffer and call `fill(memoryview)` on the mapped bytes: the one
+    copy into host memory. No lock is held while the GPU works or while `fill` runs (other threads may submit
+    meanwhile), and a lost device ends the wait with DeviceError. `fill` must not keep the memoryview: it is
+    released when the buffer is unmapped.
+
+    `done`: the call's other pooled buffers, given back to the pool together with the staging buffer once the
+    result is read, and then taken out of the list; where the read-back fails they stay in it for the caller."""
     size = -(-size // 4) * 4
     staging = mapped = None
     try:
-        with device._lock, device.explained(what, "reading a result back"):
-            if encoder is None:
-                encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
-            staging = pool.acquire(device, STAGING, size)
-            encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
-        device.submit(encoder, what, uses)
-        with device._lock, device._watch.submit_lock:  # wgpu-native may submit when a mapping begins
-            if device.lost:
-                raise device.lost_error(what, "reading back")
+        # One hold of the locks from the copy to the mapping (wgpu-native may submit when a mapping begins).
+        with device._lock, device._watch.submit_lock:
+            with device.explained(what, "reading a result back"):
+                if encoder is None:
+                    encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
+                staging = pool.acquire(device, STAGING, size)
+                encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+            device.submit(encoder, what, uses)
             with device.explained(what, "mapping the read-back"):
                 promise = start_read_mapping(device, staging, size)
         device.wait(promise, what, "waiting for the read-back")
@@ -291,4 +294,5 @@ def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, si
         if done is None:
             pool.release(staging)
         else:
-            done.append(staging)
+            pool.release(*done, staging)
+            done.clear()

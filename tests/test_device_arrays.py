@@ -7,6 +7,7 @@ import gc
 import importlib.util
 import json
 import random
+import sys
 import threading
 from pathlib import Path
 
@@ -408,6 +409,16 @@ def test_pool_reuse_without_growth(device, monkeypatch):
     assert created == []  # no wgpu buffer at all: uniforms and bind groups come from the kept binding tables
     assert np.frombuffer(fresh.read_buffer(caller_buffer), np.float32).tolist() == [1, -1, 0, 1]
     assert stats.idle_buffers <= pool.MAX_IDLE_BUFFERS and stats.idle_bytes <= pool.MAX_IDLE_BYTES
+
+
+def test_a_refused_device_array_leaves_no_error_behind(monkeypatch):
+    """DeviceArray() is refused before any slot is set: its collection gives nothing back and raises nothing."""
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with pytest.raises(TypeError, match="made by gpuops.asarray"):
+        gpuops.DeviceArray()
+    gc.collect()
+    assert unraisable == []
 
 
 def test_device_array_buffers_return_to_the_pool(device):

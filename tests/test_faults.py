@@ -112,6 +112,26 @@ ABORTS = {
         refused(batch.submit, gpuops.GpuOpsError, "already submitted")
         assert floats(out).tolist() == [7] * 16 and floats(other).tolist() == [-3] * 16  # nothing of it ran
     """,
+    "NumPy-level calls on device arrays whose buffers are destroyed or mapped": """
+        x, out = filled(-np.ones(16)), filled(np.full(16, 7))
+        dx = gpuops.DeviceArray.from_buffer(device, x, np.float32, (16,))
+        dout = gpuops.DeviceArray.from_buffer(device, out, np.float32, (16,))
+        gpuops.sign(dx, out=dout)  # bound and planned once
+        x.destroy()
+        refused(lambda: gpuops.sign(dx, out=dout), gpuops.ValidationError,
+                "DML_OPERATOR_ELEMENT_WISE_SIGN", "bindings['input_tensor']", "destroyed")
+        refused(lambda: gpuops.sign(dx), gpuops.ValidationError, "bindings['input_tensor']", "destroyed")
+        mapped = buffer(mapped_at_creation=True)
+        dmapped = gpuops.DeviceArray.from_buffer(device, mapped, np.float32, (16,))
+        refused(lambda: gpuops.sign(np.ones(16, np.float32), out=dmapped), gpuops.ValidationError,
+                "bindings['output_tensor']", "mapped")
+        owned = gpuops.asarray(np.ones(16, np.float32), device)
+        gpuops.sign(owned, out=dout)
+        owned.buffer.destroy()
+        refused(lambda: gpuops.sign(owned, out=dout), gpuops.ValidationError, "bindings['input_tensor']",
+                "destroyed")
+        assert floats(out).tolist() == [1] * 16  # only the call before the destroy ran
+    """,
     "buffer mapped at creation, never unmapped": """
         x, out = buffer(mapped_at_creation=True), buffer()
         bindings = {"input_tensor": Binding(x), "output_tensor": Binding(out)}

@@ -438,6 +438,26 @@ def test_large_uploads_of_any_byte_count(device, extra):
         assert_identical(gpuops.sign(a[::-1], device=device), np.sign(a[::-1]))
 
 
+def test_type_resolution_is_kept_in_a_bounded_table_without_refusals(device, monkeypatch):
+    """NumPy's loop for an operator's operand types is looked up once and kept (numpy_types._LOOPS, cleared past
+    MAX_LOOPS); refusals are never kept, and a weak scalar's value is checked on every call."""
+    from gpuops import numpy_types
+
+    monkeypatch.setattr(numpy_types, "_LOOPS", {})
+    monkeypatch.setattr(numpy_types, "MAX_LOOPS", 2)
+    for _ in range(2):
+        for dtype in ("float32", "int8", "int16", "float16"):
+            x = specials(dtype)
+            assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
+            assert len(numpy_types._LOOPS) <= 2
+        with pytest.raises(gpuops.ValidationError, match=r"a float64, b=2 \(Python int\): NumPy computes in float64"):
+            gpuops.modulus_floor(np.ones(4), 2, device=device)
+    a = np.int8([7, -7])
+    assert_identical(gpuops.modulus_floor(a, 3, device=device), np.remainder(a, 3))
+    with pytest.raises(gpuops.ValidationError, match="b=300 does not fit int8"):
+        gpuops.modulus_floor(a, 300, device=device)
+
+
 def test_host_calls_reuse_pooled_buffers(device):
     """Repeated host calls of a few sizes make no new buffers once their size classes are pooled, and a caller's
     out= receives the result straight from the mapped staging buffer."""
