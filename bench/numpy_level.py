@@ -15,8 +15,8 @@ Per size, float32 (sign and modulus_floor), each time the median of several call
            kernels' GPU time (timestamp queries, where the adapter has them) recorded through the DirectML-level API
            on the same buffers; 'chain/k' is the same with 16 chains submitted before one wait (the host cost per
            chain when the GPU is kept busy).
---all-types adds modulus_floor and modulus_truncate on every type at --types-size elements (2^24), gpuops and
-floor. Every gpuops result is compared with NumPy bit for bit once ('exact' in the JSON). Ratios are against the
+--all-types adds modulus_floor and modulus_truncate on every type at --types-size elements (2^24): gpuops, floor
+and NumPy. Every gpuops result is compared with NumPy bit for bit once ('exact' in the JSON). Ratios are against the
 floor (1.0 = as fast as the bare round trip); 'chain' is against the kernels' GPU time.
 """
 
@@ -208,7 +208,8 @@ def kernel_time(device: gpuops.Device, timer: GpuTimer, function: str, host: lis
 
 
 def measure_call(device: gpuops.Device, timer: GpuTimer, function: str, dtype: str, n: int,
-                 args: argparse.Namespace, rng: np.random.Generator, frameworks: bool) -> dict:
+                 args: argparse.Namespace, rng: np.random.Generator, frameworks: tuple[str, ...]) -> dict:
+    """One function on one type and size; `frameworks`: which of numpy, torch and cupy to time beside it."""
     host = inputs(function, dtype, n, rng)
     run = getattr(gpuops, function)
     with np.errstate(all="ignore"):
@@ -235,10 +236,12 @@ def measure_call(device: gpuops.Device, timer: GpuTimer, function: str, dtype: s
     case["gpuops"] = median_ns(lambda: run(*host, device=device), iterations, args.warmup)
     out = np.empty_like(want)
     case["gpuops_out"] = median_ns(lambda: run(*host, out=out, device=device), iterations, args.warmup)
-    if frameworks:
+    if "numpy" in frameworks:
         with np.errstate(all="ignore"):
             case["numpy"] = median_ns(lambda: NUMPY[function](*host), iterations, args.warmup)
+    if "torch" in frameworks:
         case["torch"] = torch_end_to_end(function, host, iterations, args.warmup)
+    if "cupy" in frameworks:
         case["cupy"] = cupy_end_to_end(function, host, iterations, args.warmup)
     floor_ns = case["floor"]["median_ns"]
     case["ratios"] = {name: case[name]["median_ns"] / floor_ns for name in
@@ -352,7 +355,7 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         ticks = calibrate(device, timer).to_json()
     rng = np.random.default_rng(0)
-    frameworks = not args.no_frameworks
+    frameworks = () if args.no_frameworks else ("numpy", "torch", "cupy")
     cases = []
     for n in args.sizes:
         for function in ("sign", "modulus_floor"):
@@ -361,7 +364,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.all_types:
         for dtype in ALL_TYPES:
             for function in ("modulus_floor", "modulus_truncate"):
-                cases.append(measure_call(device, timer, function, dtype, args.types_size, args, rng, False))
+                cases.append(measure_call(device, timer, function, dtype, args.types_size, args, rng,
+                                          frameworks[:1]))
     print(f"{device.adapter_name} ({device.backend}); ratios against the bare floor (chain: against the kernels' "
           f"GPU time)")
     print_table(cases)
