@@ -455,7 +455,6 @@ def _input_regions(spec: OperatorSpec, device: Device, pool, arrays: list, raws:
     kept)."""
     regions: list[tuple[object, int, int]] = []
     uploaded: dict[tuple[int, int], tuple[object, int, int]] = {}
-    several = sum(raw is not None for raw in raws) > 1  # only then can two inputs share memory
     cached = True
     with device.explained(spec.name, "uploading the inputs"):
         for array, raw in zip(arrays, raws):
@@ -463,7 +462,7 @@ def _input_regions(spec: OperatorSpec, device: Device, pool, arrays: list, raws:
                 regions.append(array._region())
                 cached = cached and array.owned
                 continue
-            key = (raw.__array_interface__["data"][0], raw.nbytes) if several else id(raw)
+            key = (raw.__array_interface__["data"][0], raw.nbytes)
             region = uploaded.get(key)
             if region is None:
                 buffer, staging = upload(device, pool, raw, encoder)

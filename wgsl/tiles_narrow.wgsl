@@ -149,8 +149,10 @@ fn run_tile_block(origin: vec3<u32>, down: vec3<u32>, r0: u32, first: u32, colum
     for (var i = 0u; i < SLOT_ELEMENTS && r0 + i < rows; i += 1u) {
         let row = r0 + i;
         let offsets = origin + row * down;
-        var a = row_words(a_columns, i);
-        if (!A_TILED) {
+        var a: vec4<u32>;
+        if (A_TILED) {
+            a = row_words(a_columns, i);
+        } else {
             a = group_input(OPERAND_A, false, origin, offsets, row, first, columns, whole);
         }
         var b = vec4<u32>();
@@ -166,8 +168,8 @@ fn run_tile_block(origin: vec3<u32>, down: vec3<u32>, r0: u32, first: u32, colum
 // The tiled input's words for the group's UNIT columns from tile row r0: component j holds column first + j's
 // elements of rows r0 .. r0 + SLOT_ELEMENTS - 1, row r0 in the low lane (a missing column: zero).
 fn column_words(operand: u32, origin: vec3<u32>, r0: u32, first: u32, columns: u32) -> vec4<u32> {
-    let start = origin[operand] + first * dim_strides(RANK - 1u)[operand];
     let step = dim_strides(RANK - 1u)[operand];
+    let start = origin[operand] + first * step;
     var words = vec4<u32>(column_word(operand, start, first, r0, columns),
                           column_word(operand, start + step, first + 1u, r0, columns), 0u, 0u);
     if (UNIT > 2u) {
