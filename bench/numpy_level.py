@@ -13,8 +13,10 @@ Per size, float32 (sign and modulus_floor), each time the median of several call
            import and find a GPU (neither is a dependency of gpuops).
   chain    modulus_floor then sign on device arrays (gpuops.asarray), waited for each time, against the two
            kernels' GPU time (timestamp queries, where the adapter has them) recorded through the DirectML-level API
-           on the same buffers; 'chain/k' is the same with 16 chains submitted before one wait (the host cost per
-           chain when the GPU is kept busy).
+           on the same buffers, each chain waited for by Device.synchronize(); 'chain/k' is the same with 16 chains
+           submitted before one wait (the host cost per chain when the GPU is kept busy); 'idle wait' is
+           Device.synchronize() on an idle queue, the round trip no chain can avoid ('GPU + wait': the kernels' time
+           plus that round trip, as a ratio to the kernels' time, the best a chain with a wait can do).
 --all-types adds modulus_floor and modulus_truncate on every type at --types-size elements (2^24): gpuops, floor
 and NumPy. Every gpuops result is compared with NumPy bit for bit once ('exact' in the JSON). Ratios are against the
 floor (1.0 = as fast as the bare round trip); 'chain' is against the kernels' GPU time.
@@ -136,26 +138,6 @@ class BareFloor:
             buffer.destroy()
 
 
-class Fence:
-    """Waits until the queue's work so far is done: a 4-byte copy into a mapped buffer (wgpu-py 0.32's
-    on_submitted_work_done fails on wgpu-native)."""
-
-    def __init__(self, device: gpuops.Device):
-        self.device = device
-        usage = device.wgpu.BufferUsage
-        self.source = device.wgpu_device.create_buffer(size=16, usage=usage.COPY_SRC)
-        self.staging = device.wgpu_device.create_buffer(size=16, usage=usage.MAP_READ | usage.COPY_DST)
-
-    def wait(self) -> None:
-        wgpu_device = self.device.wgpu_device
-        with self.device._lock:
-            encoder = wgpu_device.create_command_encoder()
-            encoder.copy_buffer_to_buffer(self.source, 0, self.staging, 0, 4)
-            wgpu_device.queue.submit([encoder.finish()])
-            self.staging.map_sync(self.device.wgpu.MapMode.READ, 0, 4)
-            self.staging.unmap()
-
-
 def torch_end_to_end(function: str, host: list[np.ndarray], iterations: int, warmup: int) -> dict:
     try:
         import torch
@@ -265,18 +247,19 @@ def measure_chain(device: gpuops.Device, timer: GpuTimer, n: int, args: argparse
             "iterations": iterations}
     with np.errstate(all="ignore"):
         case["exact"] = exact(gpuops.sign(gpuops.modulus_floor(a, b)).numpy(), np.sign(np.remainder(a_host, b_host)))
-    fence = Fence(device)
 
     def chain():
         gpuops.sign(gpuops.modulus_floor(a, b))
-        fence.wait()
+        device.synchronize()
 
     def chains():
         for _ in range(CHAIN_DEPTH):
             gpuops.sign(gpuops.modulus_floor(a, b))
-        fence.wait()
+        device.synchronize()
 
     case["chain"] = median_ns(chain, iterations, args.warmup)
+    # The wait's own round trip on an idle queue: what a chain costs beyond its kernels even with no host work.
+    case["synchronize_idle"] = median_ns(device.synchronize, max(iterations, 50), args.warmup)
     pipelined = median_ns(chains, max(3, iterations // CHAIN_DEPTH), 1)
     case["chain_pipelined"] = {key: value / CHAIN_DEPTH if key.endswith("_ns") else value
                                for key, value in pipelined.items()}
@@ -299,7 +282,8 @@ def measure_chain(device: gpuops.Device, timer: GpuTimer, n: int, args: argparse
     gpu = timing.gpu_median_ns
     if gpu:
         case["ratios"] = {"chain": case["chain"]["median_ns"] / gpu,
-                          "chain_pipelined": case["chain_pipelined"]["median_ns"] / gpu}
+                          "chain_pipelined": case["chain_pipelined"]["median_ns"] / gpu,
+                          "chain_roof": (gpu + case["synchronize_idle"]["median_ns"]) / gpu}
     return case
 
 
@@ -330,7 +314,8 @@ def print_table(cases: list[dict]) -> None:
             print(f"{case['function'] + ' ' + case['dtype']:38} {case['elements']:>10} "
                   f"kernels GPU {_us(case['kernels']['gpu_median_ns'])} us, chain {_us(case['chain']['median_ns'])} "
                   f"us ({_ratio(ratios.get('chain'))} x GPU), chain/k {_us(case['chain_pipelined']['median_ns'])} us "
-                  f"({_ratio(ratios.get('chain_pipelined'))} x GPU){'' if case['exact'] else '  NOT EXACT'}")
+                  f"({_ratio(ratios.get('chain_pipelined'))} x GPU), idle wait {_us(case['synchronize_idle']['median_ns'])} us "
+                  f"(GPU + wait {_ratio(ratios.get('chain_roof'))} x GPU){'' if case['exact'] else '  NOT EXACT'}")
 
 
 def main(argv: list[str] | None = None) -> dict:

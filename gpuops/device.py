@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import os
 import threading
 import time
@@ -40,15 +39,21 @@ WAIT_TIMEOUT = 120.0
 _WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's promise and the device's loss
 
 
-def _dawn_wait_pauses():
-    """Pauses between a Dawn wait's calls into Dawn: none at first (a small read-back ends within microseconds),
-    then growing to _WAIT_STEP, so a short wait gains little latency and a long one costs little CPU."""
-    for _ in range(32):
-        yield 0.0
-    pause = 1e-5
-    while True:
-        yield pause
-        pause = min(2 * pause, _WAIT_STEP)
+# Looks into Dawn without a pause at the start of a wait (a small read-back ends within microseconds), and then
+# the longest pause as a share of the time waited so far: a wait ends at most about that share late.
+_DAWN_EAGER_LOOKS = 32
+_DAWN_LATE_SHARE = 0.05
+_DAWN_SHORTEST_PAUSE = 1e-5
+
+
+def dawn_wait_pause(looks: int, waited: float) -> float:
+    """The pause before a Dawn wait's next call into Dawn, after `looks` calls and `waited` seconds. Dawn runs the
+    callback that ends a wait only inside such a call, so a pause's length is how late the wait may end: none at
+    first, then at most _DAWN_LATE_SHARE of the time already waited (and never over _WAIT_STEP), so a wait of
+    any length ends within about 5% of when the work did while a long one makes a few hundred calls a second."""
+    if looks < _DAWN_EAGER_LOOKS:
+        return 0.0
+    return min(max(_DAWN_LATE_SHARE * waited, _DAWN_SHORTEST_PAUSE), _WAIT_STEP)
 
 # One entry of the buffers a submission uses, checked just before it: (operator, binding name or None, buffer).
 Use = tuple[str, "str | None", wgpu.GPUBuffer]
@@ -93,6 +98,7 @@ class Device:
         # What gpuops knows of the wgpu device (lost or not) and its submit lock, shared by every gpuops.Device on it.
         self._watch = watch_device(self.wgpu_device)
         self.wait_timeout = WAIT_TIMEOUT
+        self._synchronize_source: wgpu.GPUBuffer | None = None  # what synchronize() reads back, made once
         self._deliver_events = event_delivery(self.wgpu)
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
@@ -234,6 +240,18 @@ class Device:
         read_back(self, self.pool, None, buffer, offset, size, fill, what, uses=[(what, None, buffer)])
         return memoryview(data)
 
+    def synchronize(self) -> None:
+        """Return once the work submitted to this device's queue so far (gpuops' and the caller's own) has run:
+        for device arrays, whose calls return before the GPU is done. A 4-byte copy submitted after that work is
+        read back; WebGPU finishes a queue's submissions in order. Bounded by `wait_timeout`; a lost device
+        raises DeviceError."""
+        with self._lock, self.explained("Device.synchronize", "making its buffer"):
+            if self._synchronize_source is None:
+                self._synchronize_source = self.wgpu_device.create_buffer(
+                    label="gpuops synchronize", size=4, usage=self.wgpu.BufferUsage.COPY_SRC)
+            source = self._synchronize_source
+        read_back(self, self.pool, None, source, 0, 4, lambda mapped: None, "Device.synchronize")
+
     def wait(self, promise, operator: str, step: str):
         """`promise.sync_wait()`, bounded by `wait_timeout`, ended by the device's loss, and holding no lock while
         the device works."""
@@ -242,17 +260,22 @@ class Device:
             with self._lock, self.explained(operator, step):
                 return promise.sync_wait()
         deliver = self._deliver_events
-        deadline = time.monotonic() + self.wait_timeout
-        # wgpu-native's poll thread sets the event, which ends a pause at once; looks in between are only for the
-        # device's loss and the deadline. Dawn needs the calls, soon after the work ends.
-        pauses = itertools.repeat(_WAIT_STEP) if deliver is None else _dawn_wait_pauses()
+        start = time.monotonic()
+        deadline = start + self.wait_timeout
+        looks = 0
         while True:
-            if deliver is not None:
+            if deliver is None:
+                # wgpu-native's poll thread sets the event, which ends a pause at once; looks in between are only
+                # for the device's loss and the deadline.
+                pause = _WAIT_STEP
+            else:
                 # Dawn runs callbacks only inside a call into it, and its objects are not thread-safe: each look
                 # is a short call under the device's lock, released between looks.
                 with self._lock, self.explained(operator, step):
                     deliver()
-            if event.wait(next(pauses)):
+                pause = dawn_wait_pause(looks, time.monotonic() - start)
+                looks += 1
+            if event.wait(pause):
                 break
             if self._watch.lost is not None:
                 raise self.lost_error(operator, step)

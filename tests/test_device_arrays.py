@@ -157,6 +157,24 @@ def test_chained_calls_read_nothing_back(device, monkeypatch):
     assert counter.read_backs == 3  # one map per .numpy()
 
 
+def test_synchronize_waits_with_one_read_back_of_its_own(device, monkeypatch):
+    """Device.synchronize(): one submission of a 4-byte copy and one mapping, no pool growth over many calls; the
+    results of the calls before it are there (the queue runs in order)."""
+    fresh = gpuops.Device(wgpu_device=device.wgpu_device)
+    x_host = np.float32([3, -0.0, -7, np.nan])
+    x = gpuops.asarray(x_host, fresh)
+    signs = gpuops.sign(x)
+    fresh.synchronize()  # the pool's staging buffer for it is made now
+    created = fresh.pool.stats().created
+    counter = Counter(fresh, monkeypatch)
+    for _ in range(20):
+        gpuops.sign(signs, out=signs)
+        assert fresh.synchronize() is None
+    assert counter.submits == 40 and counter.read_backs == 20
+    assert fresh.pool.stats().created == created
+    same(signs.numpy(), np.float32([1, 0, -1, 0]))
+
+
 @pytest.mark.parametrize("dtype", TYPES)
 def test_device_results_are_bit_exact(device, dtype):
     a_host, b_host = np.meshgrid(specials(dtype), specials(dtype), indexing="ij")

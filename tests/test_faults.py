@@ -271,6 +271,17 @@ def test_waits_are_bounded_and_hold_no_lock(device, monkeypatch):
                      r"seconds \(Device.wait_timeout\)")
 
 
+def test_dawn_waits_end_late_by_a_small_share_at_most():
+    """Dawn ends a wait only inside a call into it: the pause before the next call is none at first, then at most
+    5% of the time waited (so the wait ends at most that late), at least 10 us and at most the wait step."""
+    from gpuops.device import _WAIT_STEP, dawn_wait_pause
+    assert [dawn_wait_pause(looks, 1e-4) for looks in range(32)] == [0.0] * 32
+    for waited in (0.0, 1e-5, 2e-4, 1e-3, 3.5e-3, 0.1, 2.0, 500.0):
+        pause = dawn_wait_pause(32, waited)
+        assert 1e-5 <= pause <= max(0.05 * waited, 1e-5) and pause <= _WAIT_STEP, (waited, pause)
+    assert dawn_wait_pause(1000, 3.5e-3) == pytest.approx(1.75e-4)
+
+
 # 3. Plans refer to the caller's buffers without keeping them: memory stays flat over many fresh buffers.
 
 def test_plans_do_not_keep_dropped_buffers_memory():
@@ -397,6 +408,7 @@ def test_a_loss_gpuops_did_not_see_gives_device_errors():
         refused(lambda: sign.execute({"input_tensor": Binding(out), "output_tensor": Binding(out)}),
                 gpuops.DeviceError, "ELEMENT_WISE_SIGN", "was lost")
         refused(lambda: device.read_buffer(out), gpuops.DeviceError, "was lost")
+        refused(device.synchronize, gpuops.DeviceError, "was lost")
         refused(lambda: gpuops.sign(x, device=device), gpuops.DeviceError, "was lost")
     """)
 
