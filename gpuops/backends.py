@@ -79,6 +79,32 @@ def event_delivery(module: types.ModuleType):
     return None
 
 
+def future_waiter(module: types.ModuleType):
+    """Dawn's blocking wait for a promise's future: `wait(promise, seconds)` returns once its work is done (its
+    callback run) or `seconds` passed, and False where the promise has no future to wait for; None where the
+    backend has none (wgpu-native, or a wgpudawn whose internals differ). Waiting inside Dawn ends the moment the
+    work does, where calls to process_events between pauses end a pause late."""
+    if backend_name(module) != "dawn":
+        return None
+    try:
+        api = importlib.import_module(module.__name__ + ".backends.dawn._api")
+        ffi, libf, instance = api.ffi, api.libf, api.get_wgpu_instance
+        ffi.new("WGPUFutureWaitInfo *")
+    except Exception:  # (ImportError, AttributeError, or cffi not knowing the struct): waits fall back to looks
+        return None
+
+    def wait(promise, seconds: float) -> bool:
+        future = getattr(promise, "_wgpu_future_id", None)
+        if future is None:
+            return False
+        info = ffi.new("WGPUFutureWaitInfo *")
+        info.future.id = future
+        libf.wgpuInstanceWaitAny(instance(), 1, info, max(0, int(seconds * 1e9)))
+        return True
+
+    return wait
+
+
 def installed_backends() -> list[str]:
     """Backends whose package imports here."""
     found = []

@@ -15,8 +15,8 @@ import numpy as np
 import wgpu
 
 from .adapters import adapter_label, check_wgpu_device, pick_adapter
-from .backends import (backend_name, backend_of, create_shader_module, event_delivery, load_backend, request_device,
-                       resolve_runtime_checks)
+from .backends import (backend_name, backend_of, create_shader_module, event_delivery, future_waiter, load_backend,
+                       request_device, resolve_runtime_checks)
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
@@ -44,6 +44,9 @@ _WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's pr
 _DAWN_EAGER_LOOKS = 32
 _DAWN_LATE_SHARE = 0.05
 _DAWN_SHORTEST_PAUSE = 1e-5
+# Where Dawn waits for a future itself: the longest it blocks under the device's lock, and the pause between.
+_DAWN_LOCKED_WAIT = 1e-3
+_DAWN_UNLOCKED_PAUSE = 1e-5
 
 
 def dawn_wait_pause(looks: int, waited: float) -> float:
@@ -100,6 +103,7 @@ class Device:
         self.wait_timeout = WAIT_TIMEOUT
         self._synchronize_source: wgpu.GPUBuffer | None = None  # what synchronize() reads back, made once
         self._deliver_events = event_delivery(self.wgpu)
+        self._wait_future = future_waiter(self.wgpu)
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
         self.max_buffer_size = self.policy.max_buffer_size or self.limits["max-buffer-size"]
@@ -270,10 +274,14 @@ class Device:
                 pause = _WAIT_STEP
             else:
                 # Dawn runs callbacks only inside a call into it, and its objects are not thread-safe: each look
-                # is a short call under the device's lock, released between looks.
+                # is a short call under the device's lock, released between looks. Where Dawn can wait for the
+                # promise's future itself, a look blocks in Dawn for up to _DAWN_LOCKED_WAIT, ending the moment the
+                # work does; the pause after it only lets other threads take the lock.
                 with self._lock, self.explained(operator, step):
-                    deliver()
-                pause = dawn_wait_pause(looks, time.monotonic() - start)
+                    waited_in_dawn = self._wait_future is not None and self._wait_future(promise, _DAWN_LOCKED_WAIT)
+                    if not waited_in_dawn:
+                        deliver()
+                pause = _DAWN_UNLOCKED_PAUSE if waited_in_dawn else dawn_wait_pause(looks, time.monotonic() - start)
                 looks += 1
             if event.wait(pause):
                 break
