@@ -1,9 +1,11 @@
-"""Large host copies on several threads: the read-back's one copy from a mapped staging buffer into the result.
+"""Large host copies on several threads: the read-back's one copy from a mapped staging buffer into the result, and
+a large upload's copy into its mapped buffer.
 
 A new result array's memory is untouched: the copy into it pays a page fault per page on top of the copy itself,
-and on one thread that costs as much as the transfer over the bus (docs/performance.md). NumPy's copyto releases
-the GIL, so a few threads copying disjoint parts of the array fault in and copy in parallel. Copies below
-PARALLEL_COPY_BYTES stay on the calling thread: starting the parts costs more than it saves there.
+and on one thread that costs as much as the transfer over the bus (docs/performance.md). wgpu-py's own copy into a
+mapped buffer runs on one thread and holds the GIL. NumPy's copyto releases the GIL, so a few threads copying
+disjoint parts fault in and copy in parallel. Copies below PARALLEL_COPY_BYTES stay on the calling thread, and no
+part is smaller than PART_BYTES: starting a part costs more than it saves below that.
 
 COPY_THREADS threads at most (eight, or fewer where the machine has fewer cores), made on the first large copy
 and kept idle in one pool for the process (they hold no memory of their own; `concurrent.futures` ends them at
@@ -20,7 +22,8 @@ import numpy as np
 
 from .errors import ValidationError
 
-PARALLEL_COPY_BYTES = 16 << 20
+PARALLEL_COPY_BYTES = 8 << 20
+PART_BYTES = 2 << 20
 COPY_THREADS_ENV = "GPUOPS_COPY_THREADS"
 
 
@@ -56,7 +59,7 @@ def copy_array(target: np.ndarray, source: np.ndarray) -> None:
 
     The parts are slices of the first axis, or of the flat arrays when both are C-contiguous; each element is
     copied once, by one thread, so the result is exactly copyto's."""
-    parts = min(COPY_THREADS, target.nbytes // (PARALLEL_COPY_BYTES // 2))
+    parts = min(COPY_THREADS, target.nbytes // PART_BYTES) if target.nbytes >= PARALLEL_COPY_BYTES else 1
     if parts >= 2 and target.flags.c_contiguous and source.flags.c_contiguous:
         target, source = target.reshape(-1), source.reshape(-1)
     if parts < 2 or target.ndim == 0 or target.shape[0] < parts:
@@ -68,3 +71,16 @@ def copy_array(target: np.ndarray, source: np.ndarray) -> None:
     wait(futures)  # every part ends before any error is raised: the source may be unmapped right after
     for future in futures:
         future.result()
+
+
+def write_mapped(buffer, data, size: int) -> None:
+    """`buffer.write_mapped(data, 0)` for a buffer mapped for writing and `data` of `size` bytes (C-contiguous),
+    through copy_array where it is large and wgpu-py gives a writable view of the mapping. The view is not kept:
+    copy_array returns only when every part is copied, before the caller unmaps."""
+    mapped_range = getattr(buffer, "_experimental_get_mapped_range", None)  # (wgpu-py 0.32 and wgpudawn)
+    if size < PARALLEL_COPY_BYTES or mapped_range is None:
+        buffer.write_mapped(data, 0)
+        return
+    words = -(-size // 4) * 4  # mapped ranges are whole 4-byte words
+    target = np.frombuffer(mapped_range(0, words), np.uint8, size)
+    copy_array(target, np.frombuffer(memoryview(data).cast("B"), np.uint8, size))

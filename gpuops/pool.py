@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 import wgpu  # for its flags' values, which are WebGPU's in every backend
 
 from .binding import Binding
+from .hostcopy import write_mapped
 
 if TYPE_CHECKING:  # (device.py makes each Device's pool)
     from .device import BindingTable, CompiledOperator, Device
@@ -203,7 +204,7 @@ def upload(device: Device, pool: BufferPool, data, encoder) -> tuple[object, obj
         staging = pool.acquire(device, UPLOAD, words)
         try:
             staging.map_sync(device.wgpu.MapMode.WRITE, 0, words)
-            staging.write_mapped(data, 0)
+            write_mapped(staging, data, size)
             staging.unmap()
         except BaseException:
             _drop(pool, staging)

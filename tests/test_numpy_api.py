@@ -502,6 +502,7 @@ def test_large_read_backs_copy_on_several_threads_exactly(device, monkeypatch):
     from gpuops import hostcopy
 
     monkeypatch.setattr(hostcopy, "PARALLEL_COPY_BYTES", 64)
+    monkeypatch.setattr(hostcopy, "PART_BYTES", 32)
     monkeypatch.setattr(hostcopy, "COPY_THREADS", 3)
     parts = []
     real_copyto = np.copyto
@@ -517,6 +518,37 @@ def test_large_read_backs_copy_on_several_threads_exactly(device, monkeypatch):
     assert_identical(gpuops.sign(x[::-1, ::-1], device=device), numpy_sign(x[::-1, ::-1]))
     assert_identical(gpuops.asarray(x, device=device).numpy(), x)
     assert_identical(gpuops.is_nan(x, device=device), np.isnan(x))
+
+
+def test_large_uploads_copy_on_several_threads_exactly(device, monkeypatch):
+    """Past PARALLEL_COPY_BYTES a mapped upload's copy runs in parts on several threads too: forced here on small
+    inputs (whole words and not), both inputs of a modulus arrive whole, byte for byte."""
+    from gpuops import hostcopy
+
+    monkeypatch.setattr(pool, "MAPPED_UPLOAD_BYTES", 64)
+    monkeypatch.setattr(hostcopy, "PARALLEL_COPY_BYTES", 64)
+    monkeypatch.setattr(hostcopy, "PART_BYTES", 32)
+    monkeypatch.setattr(hostcopy, "COPY_THREADS", 3)
+    writes = []
+    real_write_mapped = hostcopy.write_mapped
+    monkeypatch.setattr(pool, "write_mapped", lambda buffer, data, size: writes.append(size)
+                        or real_write_mapped(buffer, data, size))
+    parts = []
+    real_copyto = np.copyto
+    monkeypatch.setattr(hostcopy.np, "copyto", lambda target, source: parts.append(target.nbytes)
+                        or real_copyto(target, source))
+    rng = np.random.default_rng(11)
+    for n in (4099, 300):  # float16 inputs of 8198 and 600 bytes
+        a = (rng.standard_normal(n) * 100).astype(np.float16)
+        b = (rng.standard_normal(n) * 10).astype(np.float16)
+        b[b == 0] = 1
+        writes.clear()
+        parts.clear()
+        got = gpuops.modulus_floor(a, b, device=device)
+        with np.errstate(all="ignore"):
+            assert_identical(got, np.remainder(a, b))
+        assert writes == [a.nbytes, b.nbytes]
+        assert len(parts) == 3 * 3 and sum(parts) == a.nbytes + b.nbytes + got.nbytes
 
 
 def test_copy_threads_come_from_the_environment():
