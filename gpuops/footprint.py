@@ -443,12 +443,13 @@ class _TileWalk:
         origin = [o + first_column * q  # the tile's first row among all rows of the innermost dimension
                   for o, q in zip(walk.row_offsets(outer * depth + first_row), self.strides(rank - 1))]
         workgroup = walk.key.workgroup_size
+        full = columns == shape.width and rows == shape.depth  # tiles.wgsl: fill_tile reads such a tile untested
         for op in self.tiled:
             step = self.strides(rank - 1)[op]
             for lane in range(workgroup):
                 for i in range(lane, shape.width * shape.column_slots, workgroup):
                     c = i // shape.column_slots
-                    self.fill_slot(op, origin[op] + c * step, c, i % shape.column_slots, columns, rows)
+                    self.fill_slot(op, origin[op] + c * step, c, i % shape.column_slots, columns, rows, full)
                 if self.slot_elements > 1:
                     for c in range(lane, shape.width, workgroup):
                         self.fill_slot(op, origin[op] + c * step, c, shape.column_slots, columns, rows)
@@ -490,10 +491,14 @@ class _TileWalk:
                     self.walk.result.violations.append(
                         f"{op.name}'s block at tile row {r0} reads slot {last} of column {c}, which has {self.stride}")
 
-    def fill_slot(self, op: Operand, start: int, c: int, k: int, columns: int, rows: int) -> None:
+    def fill_slot(self, op: Operand, start: int, c: int, k: int, columns: int, rows: int, full: bool = False) -> None:
+        """Tile slot k of column c: read where it holds one of the column's elements, or always in a full tile
+        (the model then checks that those reads too stay inside what the input may read)."""
         first = start // self.slot_elements
-        if c >= columns or first + k > (start + rows - 1) // self.slot_elements:
+        if not full and (c >= columns or first + k > (start + rows - 1) // self.slot_elements):
             return
+        if first + k > (start + rows - 1) // self.slot_elements:
+            self.walk.result.violations.append(f"{op.name}'s full tile reads slot {first + k} past its column")
         walk = self.walk
         slot = self.column(c) + k
         if not 0 <= slot < self.shape.slots:

@@ -56,12 +56,24 @@ fn fill_slot(operand: u32, start: u32, c: u32, k: u32, columns: u32, rows: u32) 
 }
 
 // The tiled input's part of the tile whose first element lies at `origin`: column by column, consecutive
-// invocations taking consecutive slots of a column.
+// invocations taking consecutive slots of a column. In a full tile (every column present, TILE_DEPTH rows) slots
+// 0 .. TILE_COLUMN_SLOTS - 1 of every column hold elements of it, so they are read without fill_slot's test: a
+// column of TILE_DEPTH = TILE_COLUMN_SLOTS * SLOT_ELEMENTS elements from start = q * SLOT_ELEMENTS + r (r below
+// SLOT_ELEMENTS) ends in slot (start + TILE_DEPTH - 1) / SLOT_ELEMENTS = q + TILE_COLUMN_SLOTS - 1 (r = 0) or
+// q + TILE_COLUMN_SLOTS (r > 0), never before slot q + TILE_COLUMN_SLOTS - 1.
 fn fill_tile(operand: u32, origin: u32, lane: u32, columns: u32, rows: u32) {
     let step = dim_strides(RANK - 1u)[operand];
-    for (var i = lane; i < TILE_WIDTH * TILE_COLUMN_SLOTS; i += WORKGROUP_SIZE) {
-        let c = i / TILE_COLUMN_SLOTS;
-        fill_slot(operand, origin + c * step, c, i - c * TILE_COLUMN_SLOTS, columns, rows);
+    if (columns == TILE_WIDTH && rows == TILE_DEPTH) {
+        for (var i = lane; i < TILE_WIDTH * TILE_COLUMN_SLOTS; i += WORKGROUP_SIZE) {
+            let c = i / TILE_COLUMN_SLOTS;
+            let k = i - c * TILE_COLUMN_SLOTS;
+            set_tile_slot(operand, tile_column(c) + k, load_slot(operand, (origin + c * step) / SLOT_ELEMENTS + k));
+        }
+    } else {
+        for (var i = lane; i < TILE_WIDTH * TILE_COLUMN_SLOTS; i += WORKGROUP_SIZE) {
+            let c = i / TILE_COLUMN_SLOTS;
+            fill_slot(operand, origin + c * step, c, i - c * TILE_COLUMN_SLOTS, columns, rows);
+        }
     }
     if (SLOT_ELEMENTS > 1u) {  // the columns that start inside a word
         for (var c = lane; c < TILE_WIDTH; c += WORKGROUP_SIZE) {
