@@ -314,8 +314,9 @@ def print_table(cases: list[dict]) -> None:
             print(f"{case['function'] + ' ' + case['dtype']:38} {case['elements']:>10} "
                   f"kernels GPU {_us(case['kernels']['gpu_median_ns'])} us, chain {_us(case['chain']['median_ns'])} "
                   f"us ({_ratio(ratios.get('chain'))} x GPU), chain/k {_us(case['chain_pipelined']['median_ns'])} us "
-                  f"({_ratio(ratios.get('chain_pipelined'))} x GPU), idle wait {_us(case['synchronize_idle']['median_ns'])} us "
-                  f"(GPU + wait {_ratio(ratios.get('chain_roof'))} x GPU){'' if case['exact'] else '  NOT EXACT'}")
+                  f"({_ratio(ratios.get('chain_pipelined'))} x GPU), idle wait "
+                  f"{_us(case['synchronize_idle']['median_ns'])} us (GPU + wait {_ratio(ratios.get('chain_roof'))} "
+                  f"x GPU){'' if case['exact'] else '  NOT EXACT'}")
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -254,7 +254,7 @@ class Device:
                 self._synchronize_source = self.wgpu_device.create_buffer(
                     label="gpuops synchronize", size=4, usage=self.wgpu.BufferUsage.COPY_SRC)
             source = self._synchronize_source
-        read_back(self, self.pool, None, source, 0, 4, lambda mapped: None, "Device.synchronize")
+        self.read_buffer(source, 0, 4, what="Device.synchronize")
 
     def wait(self, promise, operator: str, step: str):
         """`promise.sync_wait()`, bounded by `wait_timeout`, ended by the device's loss, and holding no lock while

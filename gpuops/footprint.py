@@ -495,9 +495,10 @@ class _TileWalk:
         """Tile slot k of column c: read where it holds one of the column's elements, or always in a full tile
         (the model then checks that those reads too stay inside what the input may read)."""
         first = start // self.slot_elements
-        if not full and (c >= columns or first + k > (start + rows - 1) // self.slot_elements):
+        past = first + k > (start + rows - 1) // self.slot_elements
+        if not full and (c >= columns or past):
             return
-        if first + k > (start + rows - 1) // self.slot_elements:
+        if past:
             self.walk.result.violations.append(f"{op.name}'s full tile reads slot {first + k} past its column")
         walk = self.walk
         slot = self.column(c) + k
