@@ -155,6 +155,17 @@ class _Walk:
             return [o + j * s for o, s in zip(first_offsets, self.strides(self.rank - 1))]
         return self.element_offsets(first + j)[0]
 
+    def plane_offsets(self, outer: int) -> list[int]:
+        """tiles.wgsl: plane_offsets, the offsets of plane `outer` of the dimensions 0 .. rank - 3."""
+        offsets = list(self.u.bases)
+        rest = outer
+        for d in range(self.rank - 3, 0, -1):
+            rest, coordinate = divmod(rest, self.u.sizes[d])
+            offsets = [o + coordinate * s for o, s in zip(offsets, self.strides(d))]
+        if self.rank > 2:
+            offsets = [o + rest * s for o, s in zip(offsets, self.strides(0))]
+        return offsets
+
     def row_offsets(self, row: int) -> list[int]:
         offsets = list(self.u.bases)
         rest = row
@@ -428,20 +439,28 @@ class _TileWalk:
         return ((c % shape.unit) * shape.groups + c // shape.unit) * self.stride
 
     def run(self) -> None:
-        walk, shape = self.walk, self.shape
-        u, rank = walk.u, walk.rank
+        """main: the workgroup's tile, then with tile_loops every groups-th along each grid dimension; the tile's
+        slots are forgotten between tiles (the barrier between them)."""
+        shape, u, rank = self.shape, self.walk.u, self.walk.rank
         width, depth = u.sizes[-1], u.sizes[-2]
-        across = -(-width // shape.width)
-        plane = across * -(-depth // shape.depth)
-        tile = self.group[1] * self.groups[0] + self.group[0]
-        outer, in_plane = divmod(tile, plane)
-        if outer >= u.row_count // depth:
-            return
-        tile_row, tile_column = divmod(in_plane, across)
-        first_column, first_row = tile_column * shape.width, tile_row * shape.depth
-        columns, rows = min(shape.width, width - first_column), min(shape.depth, depth - first_row)
-        origin = [o + first_column * q  # the tile's first row among all rows of the innermost dimension
-                  for o, q in zip(walk.row_offsets(outer * depth + first_row), self.strides(rank - 1))]
+        counts = (-(-width // shape.width), -(-depth // shape.depth), u.plane_count)
+        (gx, gy, gz), (nx, ny, nz) = self.group, self.groups
+        for outer in range(gz, counts[2], nz):
+            plane = self.walk.plane_offsets(outer)
+            for tile_row in range(gy, counts[1], ny):
+                first_row = tile_row * shape.depth
+                for tile_column in range(gx, counts[0], nx):
+                    first_column = tile_column * shape.width
+                    origin = [p + first_row * r + first_column * c
+                              for p, r, c in zip(plane, self.strides(rank - 2), self.strides(rank - 1))]
+                    self.tiles = {op: {} for op in self.tiled}
+                    self.run_tile(origin, min(shape.width, width - first_column), min(shape.depth, depth - first_row))
+                    if not self.walk.key.tile_loops:
+                        return
+
+    def run_tile(self, origin: list[int], columns: int, rows: int) -> None:
+        walk, shape = self.walk, self.shape
+        rank = walk.rank
         workgroup = walk.key.workgroup_size
         full = columns == shape.width and rows == shape.depth  # tiles.wgsl: fill_tile reads such a tile untested
         for op in self.tiled:

@@ -228,6 +228,7 @@ class KernelKey:
     divider: str | None  # wgsl/lib file giving magnitude remainders (dividing 8-32-bit integer types)
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     pack_rounds_to_nearest: bool = False  # float16 results rounded by pack2x16float as NumPy rounds them
+    tile_loops: bool = False  # TILES: more tiles than workgroups along a grid dimension; workgroups take several
 
     @property
     def input_count(self) -> int:
@@ -272,7 +273,8 @@ class Uniforms:
     bases: tuple[int, int, int]  # element offset of each operand's first element in its window
     element_count: int
     unit_count: int
-    row_count: int
+    row_count: int  # rows of the innermost dimension
+    plane_count: int  # planes of the two innermost dimensions (1 where the rank is 1)
 
     def to_bytes(self) -> bytes:
         sizes = np.ones(8, np.uint32)
@@ -281,7 +283,7 @@ class Uniforms:
         for operand, operand_strides in enumerate(self.strides):
             strides[operand, : len(operand_strides)] = operand_strides
         base = np.array([*self.bases, 0], np.uint32)
-        tail = np.array([self.element_count, self.unit_count, self.row_count, 0], np.uint32)
+        tail = np.array([self.element_count, self.unit_count, self.row_count, self.plane_count], np.uint32)
         return b"".join(a.tobytes() for a in (sizes, strides, base, tail))
 
 
@@ -342,7 +344,7 @@ def plan_dispatches(spec: OperatorSpec, desc: object, tensors: tuple[TensorDesc,
             strides=tuple(strides.get(op, (0,) * it.rank) for op in Operand),
             bases=tuple(windows[op].base_element if op in windows else 0 for op in Operand),
             element_count=math.prod(it.sizes), unit_count=-(-math.prod(it.sizes) // key.unit),
-            row_count=math.prod(it.sizes) // it.sizes[-1])
+            row_count=math.prod(it.sizes) // it.sizes[-1], plane_count=math.prod(it.sizes[:-2]))
         plans.append(DispatchPlan(key, grid_size, tuple(windows.get(op) for op in Operand), uniforms))
     return tuple(plans)
 
@@ -425,7 +427,7 @@ class _Shape:
         raise AssertionError("the flat grid always fits")  # pragma: no cover
 
     def key(self, desc: object, grid: Grid, forms: tuple[Form | None, Form | None, Form], store: OutputStore,
-            unit: int, row_group: int, upi: int) -> KernelKey:
+            unit: int, row_group: int, upi: int, tile_loops: bool = False) -> KernelKey:
         policy = self.spec.type_policy(self.input_type)
         return KernelKey(
             operator=self.spec.name, shader=self.spec.shader, input_type=self.input_type,
@@ -435,7 +437,7 @@ class _Shape:
             workgroup_size=self.limits.workgroup_size, units_per_invocation=upi,
             signed_remainder=self.signed_remainder(), divider=self.divider(),
             constants=tuple(sorted(self.spec.shader_constants(desc).items())),
-            pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest)
+            pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest, tile_loops=tile_loops)
 
     # -- the TILES grid --------------------------------------------------------------------------------------------
 
@@ -463,18 +465,18 @@ class _Shape:
         return TilePlane(plane, tuple(op for op in across if self.strides[op][fast] == 1), shape)
 
     def tiles_key_and_grid(self, desc: object) -> tuple[KernelKey, tuple[int, int, int], Iteration] | None:
-        """A TILES kernel's key, grid (one workgroup per tile, flat over x and y) and iteration, or None where the
-        layout does not suit one or its tiles need more workgroups than a grid holds. Its output stores are
-        plain where every output row starts on a word (the last, partial word of a row has no other element);
-        8/16-bit outputs in rows of other pitches share words between rows and tiles, stored with atomics."""
+        """A TILES kernel's key, grid and iteration, or None where the layout does not suit one. The grid is one
+        workgroup per tile: x tile columns, y tile rows, z planes (wgsl/tiles.wgsl: main), each dimension capped
+        at the adapter's limit, past which workgroups take several tiles (`tile_loops`). Its output stores are plain where every
+        output row starts on a word (the last, partial word of a row has no other element); 8/16-bit outputs in
+        rows of other pitches share words between rows and tiles, stored with atomics."""
         plane = self.tile_plane
         if plane is None:
             return None
         it, shape = plane.iteration, plane.shape
-        tiles = -(-it.sizes[-1] // shape.width) * -(-it.sizes[-2] // shape.depth) * math.prod(it.sizes[:-2])
+        tiles = (-(-it.sizes[-1] // shape.width), -(-it.sizes[-2] // shape.depth), math.prod(it.sizes[:-2]))
         per_dimension = self.limits.workgroups_per_dimension
-        if tiles > per_dimension**2:
-            return None
+        grid = (min(tiles[0], per_dimension), min(tiles[1], per_dimension), min(tiles[2], per_dimension))
         size = self.output_type.size
         out = self.position(Operand.OUT)
         rows_on_words = (self.windows[Operand.OUT].base_element * size % 4 == 0
@@ -483,8 +485,8 @@ class _Shape:
         forms: list[Form | None] = [None, None, Form.STRIDED]
         for op in self.operands[:-1]:
             forms[op] = Form.TILED if op in plane.tiled else Form.STRIDED
-        key = self.key(desc, Grid.TILES, tuple(forms), store, shape.unit, 1, 1)
-        return key, flat_grid(tiles, per_dimension), it
+        key = self.key(desc, Grid.TILES, tuple(forms), store, shape.unit, 1, 1, tile_loops=grid != tiles)
+        return key, grid, it
 
     # -- the grid ------------------------------------------------------------------------------------------------
 

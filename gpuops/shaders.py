@@ -127,6 +127,7 @@ def _tile_constants(key: KernelKey) -> list[str]:
             f"const TILE_COLUMN_SLOTS: u32 = {shape.column_slots}u;",
             f"const A_TILED: bool = {_wgsl(tiled[0])};",
             f"const B_TILED: bool = {_wgsl(tiled[1])};",
+            f"const TILE_LOOPS: bool = {_wgsl(key.tile_loops)};",
             f"const A_TILE_SLOTS: u32 = {shape.slots if tiled[0] else 1}u;",
             f"const B_TILE_SLOTS: u32 = {shape.slots if tiled[1] else 1}u;"]
 

@@ -292,11 +292,20 @@ def test_no_tiles_where_they_do_not_apply(strides, reason):
     assert all(plan.key.grid is not Grid.TILES for plan in plans)
 
 
-def test_tiles_need_a_grid_that_holds_them():
-    """Tiles that need more workgroups than the grid's two dimensions hold fall back to the other grids."""
+def test_tiles_grid_is_capped_per_dimension():
+    """One workgroup per tile along (columns, rows, planes), each capped at the adapter's limit: past it a
+    workgroup takes several tiles, and only such kernels have the loops (the footprint model follows them;
+    test_tiles runs them)."""
     strides = {"input_tensor": (1, 256)}
-    assert [p.key.grid for p in _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=8)] == [Grid.TILES]
-    assert [p.key.grid for p in _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=7)] != [Grid.TILES]
+    (plan,) = _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=8)
+    assert (plan.key.grid, plan.grid_size, plan.key.tile_loops) == (Grid.TILES, (8, 8, 1), False)
+    (plan,) = _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=7)
+    assert (plan.key.grid, plan.grid_size, plan.key.tile_loops) == (Grid.TILES, (7, 7, 1), True)
+    (plan,) = _plans(SIGN, F32, F32, (3, 5, 64, 64), {"input_tensor": (5 * 4096, 4096, 1, 64)},
+                     workgroups_per_dimension=4)
+    assert (plan.key.grid, plan.grid_size, plan.uniforms.plane_count) == (Grid.TILES, (2, 2, 4), 15)
+    from gpuops.shaders import shader_source
+    assert plan.key.tile_loops and "const TILE_LOOPS: bool = true;" in shader_source(plan.key)
 
 
 def test_the_model_finds_plain_stores_to_shared_words():
@@ -326,11 +335,12 @@ def test_tile_shapes(in_type, out_type, width, depth):
 
 
 def test_only_tiles_kernels_change():
-    """A TILES kernel has its own entry point and files; every other kernel's text is what it was (no tile
-    constant, no tile file)."""
+    """A TILES kernel has its own entry point and files; every other kernel's code is what it was (no tile
+    constant, no tile file; its header lists every key field, tile_loops among them)."""
     from gpuops.shaders import shader_source
     (tiles,) = _plans(MOD_FLOOR, I8, I8, (64, 64), {"a_tensor": (1, 64), "b_tensor": (1, 64)})
     (rows,) = _plans(MOD_FLOOR, I8, I8, (64, 64), {"a_tensor": (80, 1), "b_tensor": (0, 1)})
     tiles_text, rows_text = shader_source(tiles.key), shader_source(rows.key)
     assert tiles_text.count("fn main(") == 1 and "// ---- tiles.wgsl" in tiles_text and "TILE_GROUPS" in tiles_text
-    assert rows_text.count("fn main(") == 1 and "tile" not in rows_text.lower()
+    rows_code = "\n".join(line for line in rows_text.splitlines() if not line.startswith("//   "))
+    assert rows_code.count("fn main(") == 1 and "tile" not in rows_code.lower()

@@ -14,7 +14,7 @@ import pytest
 from gpuops import DataType
 from gpuops.plan import Form, Grid, OutputStore
 
-from .dml import device_with, kernel_keys, make_desc, run_and_check
+from .dml import device_with, kernel_keys, made_plans, make_desc, run_and_check
 from .reference import BINARY, op_cases, random_values
 
 
@@ -34,6 +34,7 @@ class Layout:
     tiles: bool = True  # the planner takes the TILES grid
     second_tiled: bool = True
     default_workgroups: bool = False
+    looped: bool = False  # two workgroups per grid dimension: each workgroup takes several tiles along each
 
 
 LAYOUTS = {
@@ -47,6 +48,8 @@ LAYOUTS = {
     "nchw-nhwc": Layout((2, 5, 17, 33), _nchw(2, 33, 5, 17), _nchw(2, 33, 5, 17, pad=1), offsets=(16, 32, 0)),
     "nchw-nhwc-default": Layout((2, 8, 16, 64), _nchw(2, 64, 8, 16), None, second_tiled=False,
                                 default_workgroups=True),
+    "several-tiles-per-workgroup": Layout((5, 40, 70), (2800, 1, 40), (2800, 1, 40), offsets=(16, 0, 32),
+                                          looped=True),
     "one-by-forty": Layout((1, 40), (1, 1), (1, 1), tiles=False),
     "forty-by-one": Layout((40, 1), (1, 40), (1, 40), tiles=False),
 }
@@ -75,7 +78,10 @@ def test_layout_conversions(device, tiles_device, monkeypatch, case, name):
         strides["b_tensor"] = layout.second
     offsets = dict(zip((*names, "output_tensor"), layout.offsets[:len(names)] + layout.offsets[2:]))
     runner = device if layout.default_workgroups else tiles_device
+    if layout.looped:
+        runner = device_with(device, workgroup_size=8, max_workgroups_per_dimension=2)
     keys = kernel_keys(runner, monkeypatch)
+    made = made_plans(monkeypatch)
     rng = np.random.default_rng(zlib.crc32(repr((case, name)).encode()))
     desc = make_desc(operator, mode, in_type, out_type, layout.sizes, strides)
     run_and_check(runner, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets)
@@ -84,6 +90,9 @@ def test_layout_conversions(device, tiles_device, monkeypatch, case, name):
         assert all(key.grid is not Grid.TILES for key in keys)
         return
     assert all(key.grid is Grid.TILES for key in keys)
+    if layout.looped:  # more tiles than workgroups along every grid dimension
+        assert {dispatch.grid for dispatches in made for dispatch in dispatches} == {(2, 2, 2)}
+    assert all(key.tile_loops == layout.looped for key in keys)
     tiled = (Form.TILED, Form.TILED if layout.second_tiled else Form.STRIDED)
     assert all(key.forms[:len(names)] == tiled[:len(names)] for key in keys)
     atomic = not _rows_on_words(layout, out_type)

@@ -17,7 +17,7 @@ struct Params {
     element_count: u32,
     unit_count: u32,                            // ceil(element_count / UNIT)
     row_count: u32,                             // ROWS: rows of the innermost dimension (element_count / its size)
-    _pad1: u32,
+    plane_count: u32,                           // planes of the two innermost dimensions (row_count / sizes[RANK - 2])
 }
 
 @group(0) @binding(0) var<uniform> params: Params;

@@ -116,34 +116,68 @@ fn run_tile_rows(origin: vec3<u32>, lane: u32, columns: u32, rows: u32) {
     }
 }
 
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main(@builtin(workgroup_id) group: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lane: u32) {
-    let width = dim_size(RANK - 1u);
-    let depth = dim_size(RANK - 2u);
-    let across = (width + TILE_WIDTH - 1u) / TILE_WIDTH;
-    let plane = across * ((depth + TILE_DEPTH - 1u) / TILE_DEPTH);
-    let tile = group.y * groups.x + group.x;  // (a 2-D grid: one dimension holds at most 65535 workgroups)
-    let outer = tile / plane;
-    if (outer >= params.row_count / depth) {
-        return;  // the grid's surplus: whole workgroups, before the barrier
+// Offsets of the first element of the plane at index `outer` of the dimensions outside it (0 .. RANK - 3).
+fn plane_offsets(outer: u32) -> vec3<u32> {
+    var rest = outer;
+    var offsets = params.base.xyz;
+    for (var d = RANK - 2u; d > 1u; d -= 1u) {  // dimensions RANK - 3 down to 1
+        let size = dim_size(d - 1u);
+        let quotient = rest / size;
+        offsets += (rest - quotient * size) * dim_strides(d - 1u);
+        rest = quotient;
     }
-    let in_plane = tile - outer * plane;
-    let tile_row = in_plane / across;
-    let first_column = (in_plane - tile_row * across) * TILE_WIDTH;
-    let first_row = tile_row * TILE_DEPTH;
-    let columns = min(TILE_WIDTH, width - first_column);
-    let rows = min(TILE_DEPTH, depth - first_row);
-    // The tile's first row among all rows of the innermost dimension: row `outer * depth + first_row`.
-    let origin = row_offsets(outer * depth + first_row) + first_column * dim_strides(RANK - 1u);
+    if (RANK > 2u) {
+        offsets += rest * dim_strides(0u);
+    }
+    return offsets;
+}
+
+// The tile at `tile` (x: its column of tiles, y: its row of tiles, z: its plane); `first`: the workgroup's first
+// tile, after whose loads the workgroup is prepared (so that the division table's fill runs while they are in
+// flight).
+fn run_tile(tile: vec3<u32>, lane: u32, first: bool) {
+    let first_column = tile.x * TILE_WIDTH;
+    let first_row = tile.y * TILE_DEPTH;
+    let columns = min(TILE_WIDTH, dim_size(RANK - 1u) - first_column);
+    let rows = min(TILE_DEPTH, dim_size(RANK - 2u) - first_row);
+    let origin = plane_offsets(tile.z) + first_row * dim_strides(RANK - 2u) + first_column * dim_strides(RANK - 1u);
     if (A_TILED) {
         fill_tile(OPERAND_A, origin[OPERAND_A], lane, columns, rows);
     }
     if (B_TILED) {
         fill_tile(OPERAND_B, origin[OPERAND_B], lane, columns, rows);
     }
-    prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
+    if (first) {
+        prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
+    }
     workgroupBarrier();
     run_tile_work(origin, lane, columns, rows);
+}
+
+// The grid (gpuops/plan.py: tiles_key_and_grid) is x = columns of tiles, y = rows of tiles, z = planes (the index
+// of the outer dimensions), so a tile's position takes no division by a size known only at run time. A grid
+// dimension holds at most 65535 workgroups: past that (TILE_LOOPS), a workgroup takes every groups-th tile after
+// its first. Only kernels that need them have the loops: with them present, the registers they hold cost the
+// common case's kernel a few percent. Their bounds are uniform, so their barriers are in uniform control flow.
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) group: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {
+    run_tile(group, lane, true);
+    if (!TILE_LOOPS) {
+        return;
+    }
+    let tiles = vec3<u32>((dim_size(RANK - 1u) + TILE_WIDTH - 1u) / TILE_WIDTH,
+                          (dim_size(RANK - 2u) + TILE_DEPTH - 1u) / TILE_DEPTH, params.plane_count);
+    for (var outer = group.z; outer < tiles.z; outer += groups.z) {
+        for (var tile_row = group.y; tile_row < tiles.y; tile_row += groups.y) {
+            for (var tile_column = group.x; tile_column < tiles.x; tile_column += groups.x) {
+                let tile = vec3<u32>(tile_column, tile_row, outer);
+                if (any(tile != group)) {
+                    workgroupBarrier();  // every slot of the previous tile read before this tile's fill
+                    run_tile(tile, lane, false);
+                }
+            }
+        }
+    }
 }
