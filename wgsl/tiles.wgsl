@@ -116,7 +116,8 @@ fn run_tile_rows(origin: vec3<u32>, lane: u32, columns: u32, rows: u32) {
     }
 }
 
-// Offsets of the first element of the plane at index `outer` of the dimensions outside it (0 .. RANK - 3).
+// Offsets of the first element of the plane at index `outer` of the dimensions outside it (0 .. RANK - 3): what
+// common.wgsl's row_offsets does over one dimension more, written apart so that no other kernel's code changes.
 fn plane_offsets(outer: u32) -> vec3<u32> {
     var rest = outer;
     var offsets = params.base.xyz;
@@ -157,8 +158,8 @@ fn run_tile(tile: vec3<u32>, lane: u32, first: bool) {
 // The grid (gpuops/plan.py: tiles_key_and_grid) is x = columns of tiles, y = rows of tiles, z = planes (the index
 // of the outer dimensions), so a tile's position takes no division by a size known only at run time. A grid
 // dimension holds at most 65535 workgroups: past that (TILE_LOOPS), a workgroup takes every groups-th tile after
-// its first. Only kernels that need them have the loops: with them present, the registers they hold cost the
-// common case's kernel a few percent. Their bounds are uniform, so their barriers are in uniform control flow.
+// its first. Only kernels that need them have the loops: present but never run, they still made the compiled
+// kernel slower. Their bounds are uniform, so their barriers are in uniform control flow.
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) group: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
