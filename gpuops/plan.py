@@ -437,7 +437,8 @@ class _Shape:
             workgroup_size=self.limits.workgroup_size, units_per_invocation=upi,
             signed_remainder=self.signed_remainder(), divider=self.divider(),
             constants=tuple(sorted(self.spec.shader_constants(desc).items())),
-            pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest, tile_loops=tile_loops)
+            pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest,
+            tile_loops=tile_loops)
 
     # -- the TILES grid --------------------------------------------------------------------------------------------
 
@@ -467,9 +468,9 @@ class _Shape:
     def tiles_key_and_grid(self, desc: object) -> tuple[KernelKey, tuple[int, int, int], Iteration] | None:
         """A TILES kernel's key, grid and iteration, or None where the layout does not suit one. The grid is one
         workgroup per tile: x tile columns, y tile rows, z planes (wgsl/tiles.wgsl: main), each dimension capped
-        at the adapter's limit, past which workgroups take several tiles (`tile_loops`). Its output stores are plain where every
-        output row starts on a word (the last, partial word of a row has no other element); 8/16-bit outputs in
-        rows of other pitches share words between rows and tiles, stored with atomics."""
+        at the adapter's limit, past which workgroups take several tiles (`tile_loops`). Its output stores are
+        plain where every output row starts on a word (the last, partial word of a row has no other element);
+        8/16-bit outputs in rows of other pitches share words between rows and tiles, stored with atomics."""
         plane = self.tile_plane
         if plane is None:
             return None

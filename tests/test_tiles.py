@@ -58,8 +58,8 @@ CASES = [pytest.param(case, name, id=f"{case_id}-{name}") for case, case_id in o
 
 @pytest.fixture(scope="module")
 def tiles_device(device):
-    """Workgroups of eight, sixteen per grid dimension: tiles of 8 x 8 float32 elements to 32 x 32 int8 ones, and
-    grids of two dimensions."""
+    """Workgroups of eight, sixteen per grid dimension: tiles of 8 x 8 float32 elements to 32 x 32 int8 ones, one
+    workgroup each."""
     return device_with(device, workgroup_size=8, max_workgroups_per_dimension=16)
 
 
