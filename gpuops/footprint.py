@@ -155,17 +155,6 @@ class _Walk:
             return [o + j * s for o, s in zip(first_offsets, self.strides(self.rank - 1))]
         return self.element_offsets(first + j)[0]
 
-    def plane_offsets(self, outer: int) -> list[int]:
-        """tiles.wgsl: plane_offsets, the offsets of plane `outer` of the dimensions 0 .. rank - 3."""
-        offsets = list(self.u.bases)
-        rest = outer
-        for d in range(self.rank - 3, 0, -1):
-            rest, coordinate = divmod(rest, self.u.sizes[d])
-            offsets = [o + coordinate * s for o, s in zip(offsets, self.strides(d))]
-        if self.rank > 2:
-            offsets = [o + rest * s for o, s in zip(offsets, self.strides(0))]
-        return offsets
-
     def row_offsets(self, row: int) -> list[int]:
         offsets = list(self.u.bases)
         rest = row
@@ -443,20 +432,17 @@ class _TileWalk:
         slots are forgotten between tiles (the barrier between them)."""
         shape, u, rank = self.shape, self.walk.u, self.walk.rank
         width, depth = u.sizes[-1], u.sizes[-2]
-        counts = (-(-width // shape.width), -(-depth // shape.depth), u.plane_count)
         (gx, gy, gz), (nx, ny, nz) = self.group, self.groups
-        for outer in range(gz, counts[2], nz):
-            plane = self.walk.plane_offsets(outer)
-            for tile_row in range(gy, counts[1], ny):
-                first_row = tile_row * shape.depth
-                for tile_column in range(gx, counts[0], nx):
-                    first_column = tile_column * shape.width
-                    origin = [p + first_row * r + first_column * c
-                              for p, r, c in zip(plane, self.strides(rank - 2), self.strides(rank - 1))]
-                    self.tiles = {op: {} for op in self.tiled}
-                    self.run_tile(origin, min(shape.width, width - first_column), min(shape.depth, depth - first_row))
-                    if not self.walk.key.tile_loops:
-                        return
+        tiles = [self.group]
+        if self.walk.key.tile_loops:
+            tiles = [(x, y, z) for z in range(gz, u.plane_count, nz) for y in range(gy, -(-depth // shape.depth), ny)
+                     for x in range(gx, -(-width // shape.width), nx)]
+        for tile_column, tile_row, outer in tiles:
+            first_column, first_row = tile_column * shape.width, tile_row * shape.depth
+            origin = [o + first_column * q  # the tile's first row among all rows of the innermost dimension
+                      for o, q in zip(self.walk.row_offsets(outer * depth + first_row), self.strides(rank - 1))]
+            self.tiles = {op: {} for op in self.tiled}
+            self.run_tile(origin, min(shape.width, width - first_column), min(shape.depth, depth - first_row))
 
     def run_tile(self, origin: list[int], columns: int, rows: int) -> None:
         walk, shape = self.walk, self.shape

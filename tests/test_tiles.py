@@ -50,6 +50,8 @@ LAYOUTS = {
                                 default_workgroups=True),
     "several-tiles-per-workgroup": Layout((5, 40, 70), (2800, 1, 40), (2800, 1, 40), offsets=(16, 0, 32),
                                           looped=True),
+    "several-tiles-broadcast-row": Layout((4, 64, 64), (4096, 1, 64), (0, 0, 1), out=(64 * 66, 66, 1),
+                                          second_tiled=False, looped=True),
     "one-by-forty": Layout((1, 40), (1, 1), (1, 1), tiles=False),
     "forty-by-one": Layout((40, 1), (1, 40), (1, 40), tiles=False),
 }
@@ -64,7 +66,7 @@ def tiles_device(device):
 
 
 def _rows_on_words(layout: Layout, out_type: DataType) -> bool:
-    pitch = layout.out[0] if layout.out else layout.sizes[-1]
+    pitch = layout.out[-2] if layout.out else layout.sizes[-1]
     return out_type.size >= 4 or (pitch * out_type.size % 4 == 0 and layout.offsets[2] % 4 == 0)
 
 
