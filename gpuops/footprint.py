@@ -448,7 +448,9 @@ class _TileWalk:
         walk, shape = self.walk, self.shape
         rank = walk.rank
         workgroup = walk.key.workgroup_size
-        full = columns == shape.width and rows == shape.depth  # tiles.wgsl: fill_tile reads such a tile untested
+        # tiles.wgsl: fill_full_tiles reads such a tile untested (where the workgroup's invocations share it evenly)
+        full = (columns == shape.width and rows == shape.depth
+                and shape.width * shape.column_slots % workgroup == 0)
         for op in self.tiled:
             step = self.strides(rank - 1)[op]
             for lane in range(workgroup):

@@ -55,29 +55,70 @@ fn fill_slot(operand: u32, start: u32, c: u32, k: u32, columns: u32, rows: u32) 
     }
 }
 
-// The tiled input's part of the tile whose first element lies at `origin`: column by column, consecutive
-// invocations taking consecutive slots of a column. In a full tile (every column present, TILE_DEPTH rows) slots
-// 0 .. TILE_COLUMN_SLOTS - 1 of every column hold elements of it, so they are read without fill_slot's test: a
-// column of TILE_DEPTH = TILE_COLUMN_SLOTS * SLOT_ELEMENTS elements from start = q * SLOT_ELEMENTS + r (r below
-// SLOT_ELEMENTS) ends in slot (start + TILE_DEPTH - 1) / SLOT_ELEMENTS = q + TILE_COLUMN_SLOTS - 1 (r = 0) or
-// q + TILE_COLUMN_SLOTS (r > 0), never before slot q + TILE_COLUMN_SLOTS - 1.
-fn fill_tile(operand: u32, origin: u32, lane: u32, columns: u32, rows: u32) {
-    let step = dim_strides(RANK - 1u)[operand];
-    if (columns == TILE_WIDTH && rows == TILE_DEPTH) {
-        for (var i = lane; i < TILE_WIDTH * TILE_COLUMN_SLOTS; i += WORKGROUP_SIZE) {
+// The tiled inputs' parts of the tile whose first elements lie at `origin`: column by column, consecutive
+// invocations taking consecutive slots of a column, each slot tested for holding an element of the tensor
+// (fill_slot), but in a full tile (fill_full_tiles).
+fn fill_tiles(origin: vec3<u32>, lane: u32, columns: u32, rows: u32) {
+    if (columns == TILE_WIDTH && rows == TILE_DEPTH && FULL_FILL_STEPS * WORKGROUP_SIZE == FULL_FILL_SLOTS) {
+        fill_full_tiles(origin, lane);
+    } else {
+        for (var i = lane; i < FULL_FILL_SLOTS; i += WORKGROUP_SIZE) {
             let c = i / TILE_COLUMN_SLOTS;
             let k = i - c * TILE_COLUMN_SLOTS;
-            set_tile_slot(operand, tile_column(c) + k, load_slot(operand, (origin + c * step) / SLOT_ELEMENTS + k));
-        }
-    } else {
-        for (var i = lane; i < TILE_WIDTH * TILE_COLUMN_SLOTS; i += WORKGROUP_SIZE) {
-            let c = i / TILE_COLUMN_SLOTS;
-            fill_slot(operand, origin + c * step, c, i - c * TILE_COLUMN_SLOTS, columns, rows);
+            if (A_TILED) {
+                fill_slot(OPERAND_A, origin[OPERAND_A] + c * dim_strides(RANK - 1u)[OPERAND_A], c, k, columns, rows);
+            }
+            if (B_TILED) {
+                fill_slot(OPERAND_B, origin[OPERAND_B] + c * dim_strides(RANK - 1u)[OPERAND_B], c, k, columns, rows);
+            }
         }
     }
     if (SLOT_ELEMENTS > 1u) {  // the columns that start inside a word
         for (var c = lane; c < TILE_WIDTH; c += WORKGROUP_SIZE) {
-            fill_slot(operand, origin + c * step, c, TILE_COLUMN_SLOTS, columns, rows);
+            if (A_TILED) {
+                fill_slot(OPERAND_A, origin[OPERAND_A] + c * dim_strides(RANK - 1u)[OPERAND_A], c, TILE_COLUMN_SLOTS,
+                          columns, rows);
+            }
+            if (B_TILED) {
+                fill_slot(OPERAND_B, origin[OPERAND_B] + c * dim_strides(RANK - 1u)[OPERAND_B], c, TILE_COLUMN_SLOTS,
+                          columns, rows);
+            }
+        }
+    }
+}
+
+const FULL_FILL_SLOTS: u32 = TILE_WIDTH * TILE_COLUMN_SLOTS;  // slots of each tiled input in a full tile
+const FULL_FILL_STEPS: u32 = max(FULL_FILL_SLOTS / WORKGROUP_SIZE, 1u);  // an invocation's share of them
+
+// A full tile (every column present, TILE_DEPTH rows): slots 0 .. TILE_COLUMN_SLOTS - 1 of every column hold
+// elements of it, so they are read without fill_slot's test. A column of TILE_DEPTH = TILE_COLUMN_SLOTS *
+// SLOT_ELEMENTS elements from start = q * SLOT_ELEMENTS + r (r below SLOT_ELEMENTS) ends in slot (start +
+// TILE_DEPTH - 1) / SLOT_ELEMENTS = q + TILE_COLUMN_SLOTS - 1 (r = 0) or q + TILE_COLUMN_SLOTS (r > 0), never
+// before slot q + TILE_COLUMN_SLOTS - 1. Every load of the invocation, both inputs', is issued before any slot is
+// stored into the tiles, so that they are in flight together (one memory round trip per tile): with loads and
+// stores in one loop, the compiler waited for some loads before issuing the next.
+fn fill_full_tiles(origin: vec3<u32>, lane: u32) {
+    let steps = dim_strides(RANK - 1u);
+    var a_slots: array<InElem, FULL_FILL_STEPS>;
+    var b_slots: array<InElem, FULL_FILL_STEPS>;
+    for (var s = 0u; s < FULL_FILL_STEPS; s += 1u) {
+        let c = (lane + s * WORKGROUP_SIZE) / TILE_COLUMN_SLOTS;
+        let k = (lane + s * WORKGROUP_SIZE) % TILE_COLUMN_SLOTS;
+        if (A_TILED) {
+            a_slots[s] = load_slot(OPERAND_A, (origin[OPERAND_A] + c * steps[OPERAND_A]) / SLOT_ELEMENTS + k);
+        }
+        if (B_TILED) {
+            b_slots[s] = load_slot(OPERAND_B, (origin[OPERAND_B] + c * steps[OPERAND_B]) / SLOT_ELEMENTS + k);
+        }
+    }
+    for (var s = 0u; s < FULL_FILL_STEPS; s += 1u) {
+        let c = (lane + s * WORKGROUP_SIZE) / TILE_COLUMN_SLOTS;
+        let k = (lane + s * WORKGROUP_SIZE) % TILE_COLUMN_SLOTS;
+        if (A_TILED) {
+            tile_a[tile_column(c) + k] = a_slots[s];
+        }
+        if (B_TILED) {
+            tile_b[tile_column(c) + k] = b_slots[s];
         }
     }
 }
@@ -142,12 +183,7 @@ fn run_tile(tile: vec3<u32>, lane: u32, first: bool) {
     let columns = min(TILE_WIDTH, dim_size(RANK - 1u) - first_column);
     let rows = min(TILE_DEPTH, dim_size(RANK - 2u) - first_row);
     let origin = plane_offsets(tile.z) + first_row * dim_strides(RANK - 2u) + first_column * dim_strides(RANK - 1u);
-    if (A_TILED) {
-        fill_tile(OPERAND_A, origin[OPERAND_A], lane, columns, rows);
-    }
-    if (B_TILED) {
-        fill_tile(OPERAND_B, origin[OPERAND_B], lane, columns, rows);
-    }
+    fill_tiles(origin, lane, columns, rows);
     if (first) {
         prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
     }
