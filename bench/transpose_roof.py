@@ -1,7 +1,8 @@
-"""What a transposing copy of 8, 16 or 32-bit elements can reach at all on this GPU: minimal tiled kernels, no
-gpuops kernel.
+"""What a transposing kernel of 8, 16 or 32-bit elements can reach at all on this GPU: minimal tiled kernels, the
+copy's and (--operators) the operators', beside gpuops' own.
 
     python bench/transpose_roof.py [--side 8192 ...] [--bits 8 16 32] [--tile-rows 32 64 128] [--iterations 20]
+                                   [--repeats 1] [--operators sign modulus_floor modulus_truncate]
 
 Each kernel writes the transpose of a side x side row-major matrix into a row-major output, the way the TILES grid
 does (wgsl/tiles.wgsl) but for one layout only: a workgroup of 256 reads a tile of `tile-rows` input rows by 16
@@ -10,6 +11,14 @@ takes blocks of 32 / bits output rows by one output word: one word per input row
 registers, stored as whole words. No operator, no index arithmetic beyond the one layout, no edges (the side is a
 multiple of the tile). GB/s counts the bytes read and written, as `gpuops-bench targets` counts a layout case; the
 plain copy of the same bytes runs beside them, and PyTorch's `out.copy_(x.t())` where it can.
+
+--operators adds, per operator (`sign`, `modulus_floor`, `modulus_truncate`) and width (int8, float16, float32 for
+8, 16 and 32 bits), on the goals' data (`gpuops-bench targets`), what a transposing kernel of that operator can
+reach: the same minimal design with every input transposed (each input's tile filled, then each output word
+computed from its inputs' words by gpuops' own exact arithmetic for the type, taken from gpuops' kernel text), and
+beside it in the same run gpuops' own kernel on the same buffers and PyTorch writing the same row-major `out=`. The
+distance from the transposing copy to the minimal operator kernel is what the operator's arithmetic and extra tiles
+cost; the distance from there to gpuops is what its general kernel (any rank, strides, offsets, edges) costs.
 """
 from __future__ import annotations
 
@@ -21,9 +30,15 @@ import numpy as np
 
 import gpuops
 from gpuops import backends
+from gpuops.arrays import DeviceArray
+from gpuops.bench.reference import compare, expected
+from gpuops.bench.targets import goal_values
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.bench.torch_compare import cuda_times, torch_cuda
 from gpuops.device import record_pass
+from gpuops.enums import DataType
+from gpuops.operators import spec_by_name
+from gpuops.shaders import COMMON_ENTRY_POINT
 
 WORKGROUP = 256
 TILE_WORDS_ACROSS = 16  # words of each input row in a tile
@@ -84,6 +99,149 @@ def block_body(bits: int) -> str:
     return "\n".join(lines)
 
 
+# The operator kernel: the same tiles and blocks, one tile per input, appended to gpuops' own kernel text for the
+# operator and type (its entry point cut off) so that each output word is gpuops' exact word_results of the inputs'
+# words (wgsl/narrow.wgsl). Its bindings are its own; gpuops' declarations it does not use are not bound.
+OPERATOR_SHADER = """
+@group(0) @binding(20) var<storage, read> roof_a: array<u32>;
+{b_binding}
+@group(0) @binding(22) var<storage, read_write> roof_out: array<u32>;
+const ROOF_PER_WORD: u32 = {per_word}u;
+const ROOF_SIDE_WORDS: u32 = {side_words}u;
+const ROOF_TILE_ROWS: u32 = {tile_rows}u;
+const ROOF_ACROSS: u32 = {across}u;
+const ROOF_PITCH: u32 = ROOF_ACROSS + 1u;
+const ROOF_BLOCK_ROWS: u32 = ROOF_TILE_ROWS / ROOF_PER_WORD;
+var<workgroup> roof_tile_a: array<u32, ROOF_TILE_ROWS * ROOF_PITCH>;
+{b_tile}
+
+fn roof_place(r: u32) -> u32 {{
+    return ((r % ROOF_PER_WORD) * ROOF_BLOCK_ROWS + r / ROOF_PER_WORD) * ROOF_PITCH;
+}}
+
+@compute @workgroup_size(WORKGROUP_SIZE)
+fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) lane: u32) {{
+    let t = group.y * groups.x + group.x;
+    let tiles_across = ROOF_SIDE_WORDS / ROOF_ACROSS;
+    if (t >= tiles_across * (ROOF_SIDE_WORDS * ROOF_PER_WORD / ROOF_TILE_ROWS)) {{
+        return;  // the grid's surplus (two dimensions of at most 65535 workgroups)
+    }}
+    let row0 = (t / tiles_across) * ROOF_TILE_ROWS;
+    let word0 = (t % tiles_across) * ROOF_ACROSS;
+    for (var i = lane; i < ROOF_TILE_ROWS * ROOF_ACROSS; i += WORKGROUP_SIZE) {{
+        let r = i / ROOF_ACROSS;
+        let w = i % ROOF_ACROSS;
+        let at = (row0 + r) * ROOF_SIDE_WORDS + word0 + w;
+        roof_tile_a[roof_place(r) + w] = roof_a[at];
+{fill_b}
+    }}
+    prepare_workgroup(lane);  // the kernel's division table, if it has one
+    workgroupBarrier();
+    for (var b = lane; b < ROOF_ACROSS * ROOF_BLOCK_ROWS; b += WORKGROUP_SIZE) {{
+        let j = b % ROOF_BLOCK_ROWS;
+        let w = b / ROOF_BLOCK_ROWS;
+{block}
+    }}
+}}
+"""
+
+
+def operator_block_body(bits: int, inputs: int) -> str:
+    """The operator kernel's block: each input row's word out of each tile, transposed in registers into the
+    output rows' words (as block_body), and each output word the operator's word_results of them."""
+    per_word = 32 // bits
+    mask = (1 << bits) - 1
+    lines = []
+    for name in "ab"[:inputs]:
+        lines += [f"        let {name}{i} = roof_tile_{name}[({i}u * ROOF_BLOCK_ROWS + j) * ROOF_PITCH + w];"
+                  for i in range(per_word)]
+    for i in range(per_word):
+        words = []
+        for name in "ab"[:inputs]:
+            words.append(" | ".join(f"((({name}{k} >> {i * bits}u) & {mask}u) << {k * bits}u)"
+                                    for k in range(per_word)))
+        if inputs == 1:
+            words.append("0u")
+        target = f"((word0 + w) * ROOF_PER_WORD + {i}u) * ROOF_SIDE_WORDS + row0 / ROOF_PER_WORD + j"
+        lines.append(f"        roof_out[{target}] = word_results({words[0]}, {words[1]}).x;")
+    return "\n".join(lines)
+
+
+OPERATOR_TYPES = {8: "int8", 16: "float16", 32: "float32"}
+OPERATORS = {"sign": "ELEMENT_WISE_SIGN", "modulus_floor": "ELEMENT_WISE_MODULUS_FLOOR",
+             "modulus_truncate": "ELEMENT_WISE_MODULUS_TRUNCATE"}
+TORCH_OPERATORS = {"sign": "sign", "modulus_floor": "remainder", "modulus_truncate": "fmod"}
+
+
+def operator_rows(device: gpuops.Device, timer: GpuTimer, operator: str, bits: int, side: int,
+                  tile_rows: list[int], args: argparse.Namespace, rng: np.random.Generator, torch) -> None:
+    """Print the minimal operator kernel's rows, gpuops' own kernel's and PyTorch's, all on the same inputs."""
+    spec = spec_by_name(OPERATORS[operator])
+    data_type = DataType[OPERATOR_TYPES[bits].upper()]
+    dtype = data_type.numpy_dtype
+    inputs = [goal_values(data_type, side * side, rng, field).reshape(side, side) for field in spec.inputs]
+    want = expected(spec.name, None, data_type, *(x.T for x in inputs))
+    wd = device.wgpu_device
+    usage = device.wgpu.BufferUsage.STORAGE | device.wgpu.BufferUsage.COPY_SRC | device.wgpu.BufferUsage.COPY_DST
+    sources = [wd.create_buffer_with_data(data=x, usage=usage) for x in inputs]
+    dst = wd.create_buffer(size=want.nbytes, usage=usage)
+    moved = want.nbytes * (len(inputs) + 1)
+    label = f"{operator} {OPERATOR_TYPES[bits]} {side}x{side}"
+
+    # gpuops' kernel: every input transposed (element strides (1, side)) into a row-major output.
+    arrays = [DeviceArray.from_buffer(device, b, dtype, (side, side), (1, side)) for b in sources]
+    arrays.append(DeviceArray.from_buffer(device, dst, dtype, (side, side)))
+    compiled = device.compile(spec.desc_type(**{f: x.desc for f, x in zip(spec.tensor_fields, arrays)}))
+    bindings = {f: x.binding for f, x in zip(spec.tensor_fields, arrays)}
+    (kernel,) = compiled.kernels(bindings)
+    table = compiled.bind(bindings)
+
+    def run_gpuops(encoder, writes):
+        compiled.record(encoder, table, timestamp_writes=writes)
+
+    def read() -> np.ndarray:
+        return np.frombuffer(wd.queue.read_buffer(dst), dtype).reshape(side, side)
+
+    def measure(name: str, record) -> None:
+        wd.queue.write_buffer(dst, 0, np.zeros(want.nbytes, np.uint8))
+        encoder = wd.create_command_encoder()
+        record(encoder, None)
+        wd.queue.submit([encoder.finish()])
+        exact = compare(read(), want) is None
+        ns = timer.run(record, iterations=args.iterations, warmup=2, repeats=args.repeats).gpu_median_ns
+        print(f"{label} {name:34s} exact={exact} {ns / 1000:8.1f} us {moved / ns:6.0f} GB/s", flush=True)
+
+    head = kernel.source[: kernel.source.rindex(COMMON_ENTRY_POINT)]
+    for rows in tile_rows:
+        binary = len(inputs) == 2
+        code = head + OPERATOR_SHADER.format(
+            per_word=32 // bits, side_words=side * bits // 32, tile_rows=rows, across=TILE_WORDS_ACROSS,
+            b_binding="@group(0) @binding(21) var<storage, read> roof_b: array<u32>;" if binary else "",
+            b_tile="var<workgroup> roof_tile_b: array<u32, ROOF_TILE_ROWS * ROOF_PITCH>;" if binary else "",
+            fill_b="        roof_tile_b[roof_place(r) + w] = roof_b[at];" if binary else "",
+            block=operator_block_body(bits, len(inputs)))
+        module = backends.create_shader_module(device.wgpu, wd, "operator transpose", code, device.runtime_checks)
+        pipeline = wd.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
+        entries = [{"binding": 20 + i, "resource": {"buffer": b}} for i, b in enumerate(sources)]
+        entries.append({"binding": 22, "resource": {"buffer": dst}})
+        bind_group = wd.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=entries)
+        tiles = (side // rows) * (side * bits // 32 // TILE_WORDS_ACROSS)
+        grid = (min(tiles, 65535), -(-tiles // 65535), 1)
+        measure(f"minimal, tile {rows:3d} rows x {TILE_WORDS_ACROSS} words",
+                lambda encoder, writes, p=pipeline, g=bind_group, grid=grid: record_pass(encoder, writes, p, g, grid))
+    measure(f"gpuops ({kernel.key.grid.name} grid)", run_gpuops)
+    for b in (*sources, dst):
+        b.destroy()
+    if torch is not None:
+        torch_inputs = [torch.from_numpy(x).cuda() for x in inputs]
+        y = torch.empty((side, side), dtype=torch_inputs[0].dtype, device="cuda")
+        op = getattr(torch, TORCH_OPERATORS[operator])
+        times, _ = cuda_times(torch, lambda: op(*(x.t() for x in torch_inputs), out=y), args.iterations, 3)
+        print(f"{label} {'torch ' + TORCH_OPERATORS[operator] + '(x.t(), ..., out=y)':34s} "
+              f"{moved / statistics.median(times):6.0f} GB/s", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--side", type=int, nargs="+", default=[8192], help="rows and columns (multiples of 128)")
@@ -91,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tile-rows", type=int, nargs="+", default=[32, 64, 128],
                         help="input rows per tile (a multiple of 32)")
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="passes per timed span (Dawn's timestamps are coarse: 40 there)")
+    parser.add_argument("--operators", nargs="*", default=[], choices=sorted(OPERATORS),
+                        help="also the operators' minimal transposing kernels, gpuops' and PyTorch's")
     args = parser.parse_args(argv)
     torch = torch_cuda()
     if torch is not None:
@@ -128,11 +290,11 @@ def main(argv: list[str] | None = None) -> int:
             wd.queue.submit([encoder.finish()])
             got = np.frombuffer(wd.queue.read_buffer(dst), dtype).reshape(side, side)
             exact = np.array_equal(got, want)
-            ns = timer.run(record, iterations=args.iterations, warmup=2).gpu_median_ns
+            ns = timer.run(record, iterations=args.iterations, warmup=2, repeats=args.repeats).gpu_median_ns
             print(f"transpose {bits:2d}-bit {side}x{side} tile {tile_rows:3d} rows x {TILE_WORDS_ACROSS} words "
                   f"exact={exact} {ns / 1000:8.1f} us {2 * size / ns:6.0f} GB/s", flush=True)
         copy = CopyKernel(device, size)
-        ns = timer.run(copy.record, iterations=args.iterations, warmup=2).gpu_median_ns
+        ns = timer.run(copy.record, iterations=args.iterations, warmup=2, repeats=args.repeats).gpu_median_ns
         print(f"copy of the same bytes ({size >> 20} MiB): {copy.bytes_moved / ns:6.0f} GB/s", flush=True)
         copy.release()
         src.destroy()
@@ -144,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             times, _ = cuda_times(torch, lambda x=x, y=y: y.copy_(x.t()), args.iterations, 3)
             ns = statistics.median(times)
             print(f"torch y.copy_(x.t()) {bits}-bit: {2 * size / ns:6.0f} GB/s", flush=True)
+        for operator in args.operators:
+            operator_rows(device, timer, operator, bits, side, args.tile_rows, args, rng, torch)
     return 0
 
 

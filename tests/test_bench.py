@@ -1057,6 +1057,23 @@ def test_roof_scripts_do_nothing_at_import(monkeypatch, capsys, script):
     assert exit_info.value.code == 0 and "usage:" in capsys.readouterr().out
 
 
+def test_transpose_roof_operator_kernels_are_exact(capsys):
+    """The minimal operator kernels bench/transpose_roof.py times beside gpuops' give NumPy's results bit for bit,
+    as gpuops' own kernel does on the same buffers: a roof is only worth quoting for a kernel that computes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_transpose_roof", ROOT / "bench" / "transpose_roof.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--side", "128", "--tile-rows", "64", "--iterations", "1",
+                        "--operators", "sign", "modulus_floor", "modulus_truncate"]) == 0
+    checked = [line for line in capsys.readouterr().out.splitlines() if "exact=" in line]
+    # per width: the transposing copy, then per operator the minimal kernel and gpuops'
+    assert len(checked) == 3 * (1 + 3 * 2)
+    assert all("exact=True" in line for line in checked), checked
+    assert sum("gpuops (TILES grid)" in line for line in checked) == 9
+
+
 def test_missing_backend_is_a_clean_error(capsys):
     pytest.importorskip("wgpu")
     try:
