@@ -151,7 +151,7 @@ def transposed_cases(draw, max_elements: int = 4096) -> LayoutCase:
     sizes round or odd; small workgroups, so that the tiles are small and many."""
     operator, mode, in_type, out_type = draw(st.sampled_from(ALL_CASES))
     spec = spec_by_name(operator)
-    rank = draw(st.sampled_from([2, 2, 2, 3, 4, 4, 5]))
+    rank = draw(st.sampled_from([2, 2, 2, 3, 4, 4, 5, 6, 8]))
     sizes = [draw(st.sampled_from(TRANSPOSED_SIZES)) for _ in range(rank)]
     while _product(sizes) > max_elements:
         sizes[sizes.index(max(sizes))] = draw(st.sampled_from([2, 3, 4, 8]))

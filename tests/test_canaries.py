@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 import gpuops
 
 from .dml import make_desc, run_arranged
-from .layout_strategies import LayoutCase, arrangement, layout_cases
+from .layout_strategies import LayoutCase, arrangement, layout_cases, transposed_cases
 from .reference import random_values
 
 CANARY_EXAMPLES = int(os.environ.get("GPUOPS_CANARY_EXAMPLES", "200"))
@@ -30,7 +30,7 @@ def _device_for(device: gpuops.Device, case: LayoutCase) -> gpuops.Device:
 
 @settings(max_examples=CANARY_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
           deadline=None)
-@given(layout_cases() | layout_cases(rows=True))
+@given(layout_cases() | layout_cases(rows=True) | transposed_cases())
 def test_random_layouts_touch_only_their_elements(device, case):
     desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
     try:
