@@ -203,7 +203,7 @@ def test_drawn_layout_conversions_run_on_tiles():
     more than two dimensions, and tensors that end inside a tile."""
     seen: dict[str, int] = {}
 
-    @settings(max_examples=300, database=None, derandomize=True, deadline=None,
+    @settings(max_examples=600, database=None, derandomize=True, deadline=None,
               suppress_health_check=list(HealthCheck))
     @given(transposed_cases())
     def draw(case):
