@@ -16,9 +16,10 @@ about twice the packed bytes and saves the host copy, and small arrays are domin
 
 A call is one submission: the host inputs' bytes go into pooled device buffers (gpuops/pool.py), the kernels run,
 the output is copied into a pooled staging buffer, which is mapped and copied once into the result (or straight
-into out=). What a layout decides (the compiled operator, the output's strides) is kept per device for the next
-call of the same layout, and the binding tables of pooled buffers are kept too, so a repeated call allocates
-nothing on the device.
+into out=). What a call's operand types and layouts decide (NumPy's loop, the broadcast shape, which operands are
+converted or gathered, the compiled operator, the output's strides) is kept per device as a _Call for the next call
+with the same ones, so that a repeated call checks only what its values decide; the binding tables of pooled buffers
+are kept too, so a repeated call allocates nothing on the device.
 
 Device arrays (gpuops.DeviceArray, gpuops/arrays.py) stay on the GPU: given one (or a device array as out=), a
 function returns a device array and reads nothing back, so chained calls move no data to the host. Host arrays and
@@ -43,46 +44,66 @@ from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
 from .hostcopy import copy_array
 from .layout import coalesce
-from .numpy_types import refuse_subclass, resolve
+from .numpy_types import Loop, convert, refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
 from .pool import STORAGE, pool_of, read_back, upload
 from .tensor import TensorDesc, packed_strides
 
-MAX_CALL_PLANS = 1024  # layouts whose plan a device keeps (LRU): a plan holds a compiled operator and a few tuples
+MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a compiled operator and tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
 _BOOL = np.dtype(np.bool_)
+_WEAK = (int, float, complex, bool)  # Python scalars: their type stands for them in a call's key (bool is refused)
 
 # What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=);
 # a DeviceArray where an operand or out is one.
 Result = np.ndarray | np.generic | DeviceArray
 
+
+@dataclass(frozen=True, eq=False)
+class _Function:
+    """One NumPy-level function: its operator's row and its operands' names as the function's parameters. Equal
+    to itself only (hashed by identity: it heads every call's key)."""
+
+    spec: OperatorSpec
+    names: tuple[str, ...]
+
+    @property
+    def where(self) -> str:
+        return f"gpuops.{self.spec.numpy_name}"
+
+
+_SIGN = _Function(spec_by_name("ELEMENT_WISE_SIGN"), ("x",))
+_IS_NAN = _Function(spec_by_name("ELEMENT_WISE_IS_NAN"), ("x",))
+_IS_INFINITY = _Function(spec_by_name("ELEMENT_WISE_IS_INFINITY"), ("x",))
+_MODULUS_FLOOR = _Function(spec_by_name("ELEMENT_WISE_MODULUS_FLOOR"), ("a", "b"))
+_MODULUS_TRUNCATE = _Function(spec_by_name("ELEMENT_WISE_MODULUS_TRUNCATE"), ("a", "b"))
+
+
 def sign(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """-1, 0 or 1 in x's dtype (NaN and -0 give +0), with np.sign's types."""
-    return _run("ELEMENT_WISE_SIGN", ("x",), (x,), {}, out, device, feature_level)
+    return _run(_SIGN, (x,), (), out, device, feature_level)
 
 
 def is_nan(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """bool: True where x is NaN (np.isnan); out= may be a bool or a uint8 array."""
-    return _run("ELEMENT_WISE_IS_NAN", ("x",), (x,), {}, out, device, feature_level, predicate=True)
+    return _run(_IS_NAN, (x,), (), out, device, feature_level)
 
 
 def is_infinity(x, mode: IsInfinityMode | str | int = "either", *, out=None, device: Device | None = None,
                 feature_level=None) -> Result:
     """bool: True where x is an infinity of the sign `mode` selects ("either": np.isinf, "positive": np.isposinf,
     "negative": np.isneginf); out= may be a bool or a uint8 array."""
-    infinity_mode = _infinity_mode(mode)
-    return _run("ELEMENT_WISE_IS_INFINITY", ("x",), (x,), {"infinity_mode": infinity_mode}, out, device,
-                feature_level, predicate=True)
+    return _run(_IS_INFINITY, (x,), (("infinity_mode", _infinity_mode(mode)),), out, device, feature_level)
 
 
 def modulus_floor(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """Python's modulus: np.remainder bit for bit, with its types."""
-    return _run("ELEMENT_WISE_MODULUS_FLOOR", ("a", "b"), (a, b), {}, out, device, feature_level)
+    return _run(_MODULUS_FLOOR, (a, b), (), out, device, feature_level)
 
 
 def modulus_truncate(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
     """C's remainder: np.fmod bit for bit, with its types."""
-    return _run("ELEMENT_WISE_MODULUS_TRUNCATE", ("a", "b"), (a, b), {}, out, device, feature_level)
+    return _run(_MODULUS_TRUNCATE, (a, b), (), out, device, feature_level)
 
 
 def gathers(array: np.ndarray) -> bool:
@@ -117,55 +138,139 @@ def _feature_level(where: str, feature_level, device: Device | None) -> FeatureL
                               f"allowed: {allowed}") from None
 
 
-def _run(operator_name: str, names: tuple[str, ...], values: tuple, extra: dict, out, device: Device | None,
-         feature_level, predicate: bool = False) -> Result:
-    spec = spec_by_name(operator_name)
-    where = f"gpuops.{spec.numpy_name}"
+# How an operand reaches the GPU, decided once per combination of operand types and layouts (_Call.kinds).
+_KEEP = "keep"  # a host array of the computation's dtype: its bytes are uploaded as they lie
+_GATHER = "gather"  # the same, but sparse (gathers()): packed on the host first
+_CONVERT = "convert"  # anything else of the host's (a scalar, another dtype, a list): converted as NumPy converts
+_DEVICE = "device"  # a device array of the computation's dtype: bound where it is
+
+
+@dataclass(frozen=True)
+class _Call:
+    """What one combination of operand types and layouts decides, kept per device (BufferPool.calls) for the
+    next call with the same combination: NumPy's loop, the broadcast shape, how each operand reaches the GPU,
+    whether the result stays on the device, and the kernel plan (None where the result is empty). The key
+    (_call_key) holds everything these depend on; what a call's values decide (whether a Python int fits) is
+    checked on every call."""
+
+    loop: Loop
+    shape: tuple[int, ...]
+    kinds: tuple[str, ...]
+    to_device: bool
+    plan: _CallPlan | None
+
+
+def _run(function: _Function, values: tuple, extra: tuple, out, device: Device | None, feature_level) -> Result:
     if device is not None and not isinstance(device, Device):
-        raise TypeError(f"{where}: device {device!r} is a {type(device).__name__}, not a gpuops.Device; pass a "
-                        "gpuops.Device, or None for the default device")
-    on_device = any(type(v) is DeviceArray for v in values)
-    if on_device or type(out) is DeviceArray:
-        device = _common_device(where, names, values, out, device)
-    if device is None and feature_level is None:
-        device = default_device()  # the call runs at its feature level
-    level = _feature_level(where, feature_level, device)
-    stand_ins = tuple(_type_stand_in(where, n, v) for n, v in zip(names, values))
-    operands = resolve(where, spec, level, names, stand_ins)
-    arrays: list[np.ndarray | DeviceArray] = []
-    for name, value, converted in zip(names, values, operands.arrays):
-        if type(value) is DeviceArray:
-            if value.dtype != operands.compute:
-                raise ValidationError(f"{where}: {name} is a device array of {value.dtype} and NumPy computes in "
-                                      f"{operands.compute} here; gpuops does not convert device arrays on the GPU: "
-                                      f"pass {name} in {operands.compute} (or as a host array, converted on the host)")
-            arrays.append(value)
-        else:
-            arrays.append(converted)
-    shape = _broadcast_shape(where, names, arrays)
-    if out is not None:
-        _check_out(where, out, shape, operands.result, predicate)
-    to_device = type(out) is DeviceArray or (out is None and on_device)
-    if math.prod(shape) == 0:
+        raise TypeError(f"{function.where}: device {device!r} is a {type(device).__name__}, not a gpuops.Device; "
+                        "pass a gpuops.Device, or None for the default device")
+    if type(out) is DeviceArray or DeviceArray in map(type, values):
+        device = _common_device(function, values, out, device)
+    elif device is None:
+        device = default_device()
+    calls = device.pool.calls
+    key = _call_key(function, extra, device.feature_level if feature_level is None else feature_level, values, out)
+    with device._lock:
+        try:
+            call = calls.get(key) if key is not None else None
+        except TypeError:  # an unhashable feature_level: _prepare says what is wrong with it
+            call = key = None
+        if call is not None:
+            calls.move_to_end(key)
+    copies: dict[int, np.ndarray] = {}
+    if call is None:
+        call, arrays, copies = _prepare(function, device, values, dict(extra), out, feature_level)
+        if key is not None and not copies:  # inputs copied to run have no plan worth keeping (see _make_plan)
+            with device._lock:
+                calls[key] = call
+                while len(calls) > MAX_CALLS:
+                    calls.popitem(last=False)
+    else:
+        arrays = _operands(function, call, values)
+    if call.plan is None:  # an empty result: no GPU work
         if out is not None:
             return out
-        if to_device:
-            return _empty_device_array(device, shape, operands.result)
-        return np.empty(shape, operands.result)
-    device = device if device is not None else default_device()
-    data_type = operands.data_type
-    output_type = DataType.UINT8 if predicate else data_type
-    gathered: dict[int, np.ndarray] = {}  # the same array given twice is gathered (and uploaded) once
-    for index, a in enumerate(arrays):
-        if type(a) is not DeviceArray and gathers(a):
-            if id(a) not in gathered:
-                gathered[id(a)] = a.copy(order="K")
-            arrays[index] = gathered[id(a)]
-    result = _execute(spec, device, level, arrays, shape, data_type, output_type, extra, out, to_device,
-                      operands.result)
+        if call.to_device:
+            return _empty_device_array(device, call.shape, call.loop.result)
+        return np.empty(call.shape, call.loop.result)
+    result = _execute(function.spec, device, call, arrays, copies, out)
     if out is not None:
         return out
     return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
+
+
+def _call_key(function: _Function, extra: tuple, feature_level, values: tuple, out) -> tuple | None:
+    """The key of a call's _Call: everything _prepare decides from (the operands' types and layouts, out's, the
+    level as given or the device's), not the data. None where an operand has no such summary (a list, a
+    subclass): such calls are prepared each time."""
+    key = [function, extra, type(feature_level), feature_level]
+    for value in (out, *values):
+        kind = type(value)
+        if kind is np.ndarray:
+            key.append((kind, value.dtype, value.shape, value.strides, value.flags.writeable))
+        elif kind is DeviceArray:
+            key.append((kind, value._dtype, value._shape, value._strides))
+        elif kind in _WEAK or value is None:
+            key.append(kind)
+        elif isinstance(value, np.generic):
+            key.append((kind, value.dtype))
+        else:
+            return None
+    return tuple(key)
+
+
+def _prepare(function: _Function, device: Device, values: tuple, extra: dict, out, feature_level
+             ) -> tuple[_Call, list, dict[int, np.ndarray]]:
+    """A call's _Call from its arguments, every rule checked; also the operands as they run and the inputs copied
+    to run (by position: see _make_plan)."""
+    spec, names, where = function.spec, function.names, function.where
+    level = _feature_level(where, feature_level, device)
+    stand_ins = tuple(_type_stand_in(where, n, v) for n, v in zip(names, values))
+    loop = resolve(where, spec, level, names, stand_ins)
+    kinds: list[str] = []
+    arrays: list[np.ndarray | DeviceArray] = []
+    for index, (name, value) in enumerate(zip(names, values)):
+        if type(value) is DeviceArray:
+            if value.dtype != loop.compute:
+                raise ValidationError(f"{where}: {name} is a device array of {value.dtype} and NumPy computes in "
+                                      f"{loop.compute} here; gpuops does not convert device arrays on the GPU: "
+                                      f"pass {name} in {loop.compute} (or as a host array, converted on the host)")
+            kinds.append(_DEVICE)
+            arrays.append(value)
+            continue
+        array = convert(where, names, values, index, loop.compute)
+        kinds.append(_GATHER if gathers(array) else _KEEP if array is value else _CONVERT)
+        arrays.append(array)
+    shape = _broadcast_shape(where, names, arrays)
+    predicate = loop.result == _BOOL
+    if out is not None:
+        _check_out(where, out, shape, loop.result, predicate)
+    to_device = type(out) is DeviceArray or (out is None and _DEVICE in kinds)
+    plan, copies = None, {}
+    if math.prod(shape) != 0:
+        arrays = _gathered(arrays, kinds)
+        output_type = DataType.UINT8 if predicate else loop.data_type
+        plan, copies = _make_plan(spec, device, level, arrays, shape, loop.data_type, output_type, extra, out,
+                                  to_device)
+    return _Call(loop, shape, tuple(kinds), to_device, plan), arrays, copies
+
+
+def _operands(function: _Function, call: _Call, values: tuple) -> list:
+    """The operands as they run, by the kinds a _Call decided for their types and layouts."""
+    arrays = [convert(function.where, function.names, values, index, call.loop.compute) if kind is _CONVERT
+              else value for index, (value, kind) in enumerate(zip(values, call.kinds))]
+    return _gathered(arrays, call.kinds) if _GATHER in call.kinds else arrays
+
+
+def _gathered(arrays: list, kinds: tuple[str, ...] | list[str]) -> list:
+    """The arrays with each sparse one packed on the host (the same array given twice is gathered once)."""
+    copies: dict[int, np.ndarray] = {}
+    for index, (array, kind) in enumerate(zip(arrays, kinds)):
+        if kind is _GATHER:
+            if id(array) not in copies:
+                copies[id(array)] = array.copy(order="K")
+            arrays[index] = copies[id(array)]
+    return arrays
 
 
 def _broadcast_shape(where: str, names: tuple[str, ...], arrays: list) -> tuple[int, ...]:
@@ -180,9 +285,9 @@ def _broadcast_shape(where: str, names: tuple[str, ...], arrays: list) -> tuple[
         raise ValidationError(f"{where}: shapes {given} cannot be broadcast together") from None
 
 
-def _common_device(where: str, names: tuple[str, ...], values: tuple, out, device: Device | None) -> Device:
+def _common_device(function: _Function, values: tuple, out, device: Device | None) -> Device:
     """The one Device every device array of the call (out included) is on, and device= if given."""
-    found = [(n, v.device) for n, v in zip(names, values) if type(v) is DeviceArray]
+    found = [(n, v.device) for n, v in zip(function.names, values) if type(v) is DeviceArray]
     if type(out) is DeviceArray:
         found.append(("out", out.device))
     if device is not None:
@@ -190,7 +295,7 @@ def _common_device(where: str, names: tuple[str, ...], values: tuple, out, devic
     first_name, first = found[0]
     for name, other in found[1:]:
         if other is not first:
-            raise ValidationError(f"{where}: {name} is on another gpuops.Device than {first_name} "
+            raise ValidationError(f"{function.where}: {name} is on another gpuops.Device than {first_name} "
                                   f"({other.adapter_name!r}, {first.adapter_name!r}); gpuops does not move device "
                                   "arrays between devices")
     return first
@@ -283,10 +388,9 @@ def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[in
 
 @dataclass(frozen=True)
 class _CallPlan:
-    """What a call's layout decides, kept per device (pool.call_plans) for the calls of the same layout: the
-    compiled operator, the output's element strides over the work shape and the flipped axes, per input where its
-    uploaded bytes start from its data pointer and how many there are (None for a device array), and how the
-    output buffer is read back."""
+    """What a call's layout decides on the GPU side (part of its _Call): the compiled operator, the output's
+    element strides over the work shape and the flipped axes, per input where its uploaded bytes start from its
+    data pointer and how many there are (None for a device array), and how the output buffer is read back."""
 
     compiled: CompiledOperator
     out_strides: tuple[int, ...]
@@ -299,14 +403,6 @@ class _CallPlan:
     work_shape: tuple[int, ...]  # the output's shape, (1,) for a 0-d one
     out_dtype: np.dtype  # the output buffer's elements (uint8 for a predicate)
     out_byte_strides: tuple[int, ...]
-
-
-def _plan_key(spec: OperatorSpec, level: FeatureLevel, arrays: list, shape: tuple[int, ...], data_type: DataType,
-              extra: dict, out, to_device: bool) -> tuple:
-    """Everything _make_plan depends on (the arrays' layouts, not their data)."""
-    layouts = tuple((type(a) is DeviceArray, a.shape, a.strides) for a in arrays)
-    return (spec.name, level, data_type, tuple(extra.items()), shape, to_device,
-            out.strides if type(out) is DeviceArray else None, layouts)
 
 
 def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: list, shape: tuple[int, ...],
@@ -362,41 +458,26 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     return plan, {index: views[index] for index in copied}
 
 
-def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: list[np.ndarray | DeviceArray],
-             shape: tuple[int, ...], data_type: DataType, output_type: DataType, extra: dict, out,
-             to_device: bool, result_dtype: np.dtype) -> np.ndarray | DeviceArray | None:
-    """Run on `device`: the result as a new host array or device array, or None where it went to `out`.
+def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndarray | DeviceArray],
+             copies: dict[int, np.ndarray], out) -> np.ndarray | DeviceArray | None:
+    """Run `call`'s plan on `device`: the result as a new host array or device array, or None where it went to
+    `out`. `copies`: the inputs copied to run, by position (see _make_plan).
 
     One submission: the host inputs' bytes written into pooled buffers (queue.write_buffer), the kernels, and for a
     host result the copy into a pooled staging buffer, which is then mapped and copied once into the result."""
-    pool = pool_of(device)
-    key = _plan_key(spec, level, arrays, shape, data_type, extra, out, to_device)
-    with device._lock:
-        plan = pool.call_plans.get(key)
-        if plan is not None:
-            pool.call_plans.move_to_end(key)
-    copies: dict[int, np.ndarray] = {}
-    if plan is None:
-        plan, copies = _make_plan(spec, device, level, arrays, shape, data_type, output_type, extra, out, to_device)
-        if not copies:
-            with device._lock:
-                pool.call_plans[key] = plan
-                while len(pool.call_plans) > MAX_CALL_PLANS:
-                    pool.call_plans.popitem(last=False)
-    raws = [None if start is None else host_bytes(copies[index]) if index in copies else
-            arrays[index] if whole else _bytes_at(arrays[index], start, span)
-            for index, (start, span, whole) in enumerate(zip(plan.starts, plan.spans, plan.whole))]
-    temporaries: list = []  # the pool's buffers this call gives back when done
+    pool = device.pool
+    plan, shape, to_device = call.plan, call.shape, call.to_device
     compiled = plan.compiled
     # The caller's buffers (device arrays, out=), checked before recording and again at the submit: destroyed or
     # mapped since they were bound. This call's pooled buffers are gpuops' alone: nothing else can have destroyed
     # or mapped them.
     uses = [(compiled.refused_as, name, value.buffer) for name, value in zip(spec.tensor_fields, (*arrays, out))
-            if type(value) is DeviceArray]
+            if type(value) is DeviceArray] if to_device or _DEVICE in call.kinds else []
+    temporaries: list = []  # the pool's buffers this call gives back when done
     try:
         with device._lock:  # one device's wgpu calls are never made from two threads at once
             encoder = device.wgpu_device.create_command_encoder()
-            regions, cached = _input_regions(spec, device, pool, arrays, raws, encoder, temporaries)
+            regions, cached = _input_regions(spec, device, plan, arrays, copies, encoder, temporaries)
             result = None
             if type(out) is DeviceArray:
                 regions.append(out._region())
@@ -405,7 +486,7 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 with device.explained(spec.name, "allocating buffers"):
                     buffer = pool.acquire(device, STORAGE, plan.out_size)
                 if to_device:
-                    result = DeviceArray._wrap(device, buffer, result_dtype, shape,
+                    result = DeviceArray._wrap(device, buffer, call.loop.result, shape,
                                                plan.out_strides if shape else (), 0, True)
                 else:
                     temporaries.append(buffer)
@@ -439,7 +520,7 @@ def _execute(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: li
                 pool.release(*temporaries)
     if out is not None:
         return None
-    return target.view(np.bool_) if result_dtype == _BOOL else target
+    return target.view(np.bool_) if call.loop.result == _BOOL else target
 
 
 def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
@@ -448,24 +529,27 @@ def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
     return np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(pointer))
 
 
-def _input_regions(spec: OperatorSpec, device: Device, pool, arrays: list, raws: list, encoder,
-                   temporaries: list) -> tuple[list[tuple[object, int, int]], bool]:
-    """Each input's (buffer, offset, size): a device array's own region, a host array uploaded into a pooled buffer
-    (memory given twice is uploaded once). Also whether every buffer is pool-made (the binding table may then be
-    kept)."""
+def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: list, copies: dict[int, np.ndarray],
+                   encoder, temporaries: list) -> tuple[list[tuple[object, int, int]], bool]:
+    """Each input's (buffer, offset, size): a device array's own region, or a host array's bytes (as its plan
+    says: the array itself, the part of its memory it spans, or its copy) uploaded into a pooled buffer, memory
+    given twice uploaded once. Also whether every buffer is pool-made (the binding table may then be kept)."""
     regions: list[tuple[object, int, int]] = []
-    uploaded: dict[tuple[int, int], tuple[object, int, int]] = {}
+    uploaded: dict[tuple[int, int], tuple[object, int, int]] = {}  # (address, bytes) -> region, with two inputs
     cached = True
     with device.explained(spec.name, "uploading the inputs"):
-        for array, raw in zip(arrays, raws):
-            if raw is None:
+        for index, array in enumerate(arrays):
+            start = plan.starts[index]
+            if start is None:  # a device array
                 regions.append(array._region())
                 cached = cached and array.owned
                 continue
-            key = (raw.__array_interface__["data"][0], raw.nbytes)
+            raw = host_bytes(copies[index]) if index in copies else array if plan.whole[index] else \
+                _bytes_at(array, start, plan.spans[index])
+            key = (raw.ctypes.data, raw.nbytes) if len(arrays) > 1 else None
             region = uploaded.get(key)
             if region is None:
-                buffer, staging = upload(device, pool, raw, encoder)
+                buffer, staging = upload(device, device.pool, raw, encoder)
                 temporaries.append(buffer)
                 if staging is not None:
                     temporaries.append(staging)

@@ -24,21 +24,13 @@ from .support import support_row
 _WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
 
 
-class Operands(NamedTuple):
-    """The operands converted to the dtype NumPy computes in, that dtype (and its DataType), and the dtype NumPy
-    returns."""
+class Loop(NamedTuple):
+    """The dtype NumPy computes in (and its DataType) and the dtype NumPy returns, for one combination of operand
+    types."""
 
-    arrays: tuple[np.ndarray, ...]
     compute: np.dtype
     data_type: DataType
     result: np.dtype
-
-
-# NumPy's loop for an operator's operand types at a feature level, found supported: (operator name, level,
-# operand types) -> (compute dtype, its DataType, result dtype). Refusals are not kept. Cleared when full: there
-# are few combinations in use.
-_LOOPS: dict[tuple, tuple[np.dtype, DataType, np.dtype]] = {}
-MAX_LOOPS = 1024
 
 
 def refuse_subclass(where: str, name: str, value: object) -> None:
@@ -65,10 +57,10 @@ def describe(name: str, value: object, array: np.ndarray | None) -> str:
     return f"{name} (a {kind}, {array.dtype} to NumPy)" if array is not None else f"{name} (a {kind})"
 
 
-def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...],
-            values: tuple) -> Operands:
-    """NumPy's computation dtype for `values` (the row's numpy_ufunc gives the type rules), checked against the
-    operator's support row at `level`, and the operands converted to it."""
+def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple) -> Loop:
+    """NumPy's loop for the operands' types (the row's numpy_ufunc gives the type rules), checked against the
+    operator's support row at `level`; ValidationError where an operand is refused or the loop is not one gpuops
+    computes in. (The NumPy-level functions keep the answer per combination of operand types and layouts.)"""
     if spec.numpy_ufunc is None:
         raise ValidationError(f"{where}: DML_OPERATOR_{spec.name}: OperatorSpec.numpy_ufunc: None; the row names no "
                               "NumPy ufunc whose type rules to follow")
@@ -78,36 +70,36 @@ def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[st
         if type(value) in _WEAK:
             arrays.append(None)
             continue
-        try:
-            array = np.asarray(value)
-        except (ValueError, TypeError) as exc:
-            raise ValidationError(f"{where}: {name} {value!r:.80} is not an array NumPy can make: {exc}") from None
+        array = _as_array(where, name, value)
         if array.dtype == np.bool_:
             raise ValidationError(f"{where}: {describe(name, value, array)} is boolean; DirectML has no boolean "
                                   f"tensors and gpuops does not pick a number type for it; pass "
                                   f"{name}.astype(np.int8) (or another number type)")
         arrays.append(array)
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
-    key = (spec.name, level, descriptors)
-    loop = _LOOPS.get(key)
-    if loop is None:
-        loop = _supported_loop(where, spec, level, names, values, arrays, descriptors)
-        if len(_LOOPS) >= MAX_LOOPS:
-            _LOOPS.clear()
-        _LOOPS[key] = loop
-    compute, data_type, result = loop
-    converted = []
-    for name, value, array in zip(names, values, arrays):
-        if array is None:
-            try:
-                array = np.asarray(value, dtype=compute)  # NumPy's conversion of a weak scalar, refusals included
-            except (OverflowError, ValueError) as exc:
-                raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes "
-                                      f"in for {_operands(names, values, arrays)}: {exc}") from None
-        elif array.dtype != compute:
-            array = array.astype(compute)  # NumPy's own cast of the operand (exact: the loop was chosen safe)
-        converted.append(array)
-    return Operands(tuple(converted), compute, data_type, result)
+    return Loop(*_supported_loop(where, spec, level, names, values, arrays, descriptors))
+
+
+def convert(where: str, names: tuple[str, ...], values: tuple, index: int, compute: np.dtype) -> np.ndarray:
+    """Operand `index` in `compute`, converted as NumPy converts it: NumPy's own conversion for a Python scalar
+    (which refuses an int that does not fit), `astype` for anything else (exact: resolve chose the loop safe)."""
+    name, value = names[index], values[index]
+    if type(value) in _WEAK:
+        try:
+            return np.asarray(value, dtype=compute)
+        except (OverflowError, ValueError) as exc:
+            arrays = [None if type(v) in _WEAK else np.asarray(v) for v in values]
+            raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes in for "
+                                  f"{_operands(names, values, arrays)}: {exc}") from None
+    array = _as_array(where, name, value)
+    return array if array.dtype == compute else array.astype(compute)
+
+
+def _as_array(where: str, name: str, value) -> np.ndarray:
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as exc:
+        raise ValidationError(f"{where}: {name} {value!r:.80} is not an array NumPy can make: {exc}") from None
 
 
 def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,

@@ -81,7 +81,7 @@ class BufferPool:
         self._returned: collections.deque = collections.deque()  # from finalizers, taken in under the lock
         self._tables: collections.OrderedDict[tuple, BindingTable] = collections.OrderedDict()
         self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
-        self.call_plans: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's, LRU
+        self.calls: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's _Call per key, LRU
         self.created = 0
         self.destroyed = 0
 

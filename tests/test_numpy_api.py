@@ -4,6 +4,7 @@ bit, dtype and scalar-ness included) or gpuops' refusal, then out=, empty inputs
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -327,14 +328,19 @@ def test_predicates_index_and_negate(device):
 
 
 class Untouchable(gpuops.Device):
-    """A device any use of which fails: the calls below must do no GPU work. Only its level may be read."""
+    """A device any use of which fails: the calls below must do no GPU work. Only its level, its lock and its
+    pool (where the NumPy-level functions keep what a call's types decide; this one never holds a buffer) may be
+    read."""
 
     def __init__(self):  # no adapter
-        pass
+        object.__setattr__(self, "pool", pool.BufferPool())
+        object.__setattr__(self, "_lock", threading.RLock())
 
     def __getattribute__(self, name):
         if name == "feature_level":
             return FeatureLevel.LEVEL_6_4
+        if name in ("pool", "_lock"):
+            return object.__getattribute__(self, name)
         raise AssertionError(f"the device was used ({name}) for an empty result")
 
 
@@ -410,7 +416,7 @@ def test_a_few_elements_of_an_array_larger_than_a_buffer(device, monkeypatch):
     assert gpuops.is_nan(pair, device=small).tolist() == [False, False]
     monkeypatch.setattr(api, "gathers", lambda array: False)  # uploaded as it lies, the span would not fit
     with pytest.raises(gpuops.DeviceError, match="holds at most 1048576 bytes"):
-        gpuops.sign(pair, device=small)
+        gpuops.sign(pair, device=device_with(device, max_buffer_size=1 << 20))  # (small keeps its layout's call)
 
 
 def test_host_calls_submit_once_and_map_once(device, monkeypatch):
@@ -438,24 +444,42 @@ def test_large_uploads_of_any_byte_count(device, extra):
         assert_identical(gpuops.sign(a[::-1], device=device), np.sign(a[::-1]))
 
 
-def test_type_resolution_is_kept_in_a_bounded_table_without_refusals(device, monkeypatch):
-    """NumPy's loop for an operator's operand types is looked up once and kept (numpy_types._LOOPS, cleared past
-    MAX_LOOPS); refusals are never kept, and a weak scalar's value is checked on every call."""
-    from gpuops import numpy_types
-
-    monkeypatch.setattr(numpy_types, "_LOOPS", {})
-    monkeypatch.setattr(numpy_types, "MAX_LOOPS", 2)
+def test_what_types_and_layouts_decide_is_kept_in_a_bounded_table_without_refusals(device, monkeypatch):
+    """A call's _Call (NumPy's loop, the shape, the plan) is made once per combination of operand types and
+    layouts and kept per device (BufferPool.calls, least recently used dropped past MAX_CALLS); refusals are never
+    kept, a weak scalar's value is checked on every call, and operands with no cheap summary (lists) are
+    prepared every time."""
+    fresh = gpuops.Device(wgpu_device=device.wgpu_device)
+    calls = fresh.pool.calls
+    resolved = []
+    resolve = api.resolve
+    monkeypatch.setattr(api, "resolve", lambda *args: resolved.append(args[-1]) or resolve(*args))
+    monkeypatch.setattr(api, "MAX_CALLS", 2)
     for _ in range(2):
         for dtype in ("float32", "int8", "int16", "float16"):
             x = specials(dtype)
-            assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
-            assert len(numpy_types._LOOPS) <= 2
+            assert_identical(gpuops.sign(x, device=fresh), numpy_sign(x))
+            assert len(calls) <= 2
         with pytest.raises(gpuops.ValidationError, match=r"a float64, b=2 \(Python int\): NumPy computes in float64"):
-            gpuops.modulus_floor(np.ones(4), 2, device=device)
+            gpuops.modulus_floor(np.ones(4), 2, device=fresh)
+    assert len(resolved) == 10  # the table holds two: each dtype is prepared again on the second round
+    resolved.clear()
     a = np.int8([7, -7])
-    assert_identical(gpuops.modulus_floor(a, 3, device=device), np.remainder(a, 3))
+    for _ in range(3):
+        assert_identical(gpuops.modulus_floor(a, 3, device=fresh), np.remainder(a, 3))
+    assert len(resolved) == 1 and len(calls) == 2
     with pytest.raises(gpuops.ValidationError, match="b=300 does not fit int8"):
-        gpuops.modulus_floor(a, 300, device=device)
+        gpuops.modulus_floor(a, 300, device=fresh)  # the same key: the value is checked all the same
+    out = np.empty(2, np.int8)
+    gpuops.modulus_floor(a, 3, out=out, device=fresh)
+    out.flags.writeable = False  # the same layout, read-only: another key, refused
+    with pytest.raises(gpuops.ValidationError, match="out is read-only"):
+        gpuops.modulus_floor(a, 3, out=out, device=fresh)
+    resolved.clear()
+    for _ in range(2):
+        assert_identical(gpuops.modulus_floor([7, -7, 5], np.int16(3), device=fresh),
+                         np.remainder([7, -7, 5], np.int16(3)))
+    assert len(resolved) == 2
 
 
 def test_host_calls_reuse_pooled_buffers(device):
