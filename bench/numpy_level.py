@@ -17,6 +17,10 @@ Per size, float32 (sign and modulus_floor), each time the median of several call
            submitted before one wait (the host cost per chain when the GPU is kept busy); 'idle wait' is
            Device.synchronize() on an idle queue, the round trip no chain can avoid ('GPU + wait': the kernels' time
            plus that round trip, as a ratio to the kernels' time, the best a chain with a wait can do).
+With --cuda-context (implied where PyTorch is timed) a CUDA context is held for the whole run, so that every figure
+comes from the GPU in the same state: NVIDIA's driver runs Vulkan work in a lower performance state while no CUDA
+context exists.
+--repeats N times the kernels' GPU time over N chains back to back per timed span (Dawn quantizes its timestamps).
 --all-types adds modulus_floor and modulus_truncate on every type at --types-size elements (2^24): gpuops, floor
 and NumPy. Every gpuops result is compared with NumPy bit for bit once ('exact' in the JSON). Ratios are against the
 floor (1.0 = as fast as the bare round trip); 'chain' is against the kernels' GPU time.
@@ -36,6 +40,7 @@ import numpy as np
 import gpuops
 from gpuops.bench.reference import compare
 from gpuops.bench.ticks import calibrate, split_writes
+from gpuops.bench.torch_compare import torch_cuda
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.operators import spec_by_name
 from gpuops.pool import start_read_mapping
@@ -277,8 +282,8 @@ def measure_chain(device: gpuops.Device, timer: GpuTimer, n: int, args: argparse
         for index, (compiled, table) in enumerate(steps):
             compiled.record(encoder, table, timestamp_writes=split_writes(writes, index, len(steps)))
 
-    timing = timer.run(record, iterations, args.warmup)
-    case["kernels"] = timing.summary()
+    timing = timer.run(record, iterations, args.warmup, repeats=args.repeats)
+    case["kernels"] = {**timing.summary(), "repeats": args.repeats}
     gpu = timing.gpu_median_ns
     if gpu:
         case["ratios"] = {"chain": case["chain"]["median_ns"] / gpu,
@@ -331,9 +336,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--skip-calibration", action="store_true",
                         help="take timestamp ticks as nanoseconds instead of measuring them (quick runs)")
     parser.add_argument("--no-frameworks", action="store_true", help="skip NumPy, PyTorch and CuPy")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="chains per timed span of the kernels' GPU time (Dawn's timestamps are coarse: 10)")
+    parser.add_argument("--cuda-context", action="store_true",
+                        help="hold a CUDA context for the run (PyTorch's; implied unless --no-frameworks)")
     parser.add_argument("--json", metavar="PATH", help="write the results there")
     args = parser.parse_args(argv)
 
+    torch = torch_cuda() if args.cuda_context or not args.no_frameworks else None
+    cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # held until the run ends
     device = gpuops.default_device()
     timer = GpuTimer(device)
     if args.skip_calibration or not timer.supported:
@@ -352,12 +363,13 @@ def main(argv: list[str] | None = None) -> dict:
             for function in ("modulus_floor", "modulus_truncate"):
                 cases.append(measure_call(device, timer, function, dtype, args.types_size, args, rng,
                                           frameworks[:1]))
-    print(f"{device.adapter_name} ({device.backend}); ratios against the bare floor (chain: against the kernels' "
-          f"GPU time)")
+    print(f"{device.adapter_name} ({device.backend}){', a CUDA context held' if cuda_context is not None else ''}; "
+          "ratios against the bare floor (chain: against the kernels' GPU time)")
     print_table(cases)
     document = {"schema": SCHEMA, "adapter": device.adapter_name, "backend": device.backend,
                 "adapter_info": {k: str(v) for k, v in device.adapter.info.items()}, "host": platform.platform(),
-                "python": platform.python_version(), "numpy": np.__version__, "ticks": ticks, "cases": cases}
+                "python": platform.python_version(), "numpy": np.__version__, "ticks": ticks,
+                "cuda_context": cuda_context is not None, "cases": cases}
     if args.json:
         with open(args.json, "w") as file:
             json.dump(document, file, indent=1)

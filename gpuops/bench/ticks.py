@@ -121,13 +121,14 @@ def _one_pass(device: Device, timer: GpuTimer, copy: CopyKernel, dispatches: int
 
 def split_writes(writes: dict | None, index: int, count: int) -> dict | None:
     """Timestamp writes for pass `index` of `count` passes timed as one span: begin on the first, end on the last
-    (WebGPU refuses a timestamp_writes entry with neither)."""
+    (WebGPU refuses a timestamp_writes entry with neither). `writes` may itself hold only one of the two (a span
+    of repeated work, GpuTimer.run)."""
     if writes is None or count == 1:
         return writes
     part = {"query_set": writes["query_set"]}
-    if index == 0:
+    if index == 0 and "beginning_of_pass_write_index" in writes:
         part["beginning_of_pass_write_index"] = writes["beginning_of_pass_write_index"]
-    if index == count - 1:
+    if index == count - 1 and "end_of_pass_write_index" in writes:
         part["end_of_pass_write_index"] = writes["end_of_pass_write_index"]
     return part if len(part) > 1 else None
 
