@@ -8,6 +8,7 @@ Per size, float32 (sign and modulus_floor), each time the median of several call
            The read-back roof: no NumPy-level call can move the same bytes faster through wgpu.
   gpuops   gpuops.sign(x) / gpuops.modulus_floor(a, b): host arrays in, a new host array out.
   out=     the same into a preallocated out= array (the floor's own terms).
+           The floors, gpuops and out= take their samples in turn, one call of each per round.
   numpy    the same function in NumPy on the CPU.
   torch    PyTorch on CUDA end to end (host -> device, op, device -> host), and CuPy likewise: only where they
            import and find a GPU (neither is a dependency of gpuops).
@@ -76,6 +77,22 @@ def median_ns(run: Callable[[], object], iterations: int, warmup: int) -> dict:
         run()
         times.append(time.perf_counter_ns() - start)
     return {"median_ns": statistics.median(times), "min_ns": min(times), "iterations": iterations}
+
+
+def interleaved_ns(runs: dict[str, Callable[[], object]], iterations: int, warmup: int) -> dict[str, dict]:
+    """median_ns of each run, their samples taken in turn (one call of each per round), so that a drift of the
+    host's speed during the measurement reaches every run alike."""
+    for _ in range(warmup):
+        for run in runs.values():
+            run()
+    times: dict[str, list[int]] = {name: [] for name in runs}
+    for _ in range(iterations):
+        for name, run in runs.items():
+            start = time.perf_counter_ns()
+            run()
+            times[name].append(time.perf_counter_ns() - start)
+    return {name: {"median_ns": statistics.median(samples), "min_ns": min(samples), "iterations": iterations}
+            for name, samples in times.items()}
 
 
 def inputs(function: str, dtype: str, n: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -209,20 +226,21 @@ def measure_call(device: gpuops.Device, timer: GpuTimer, function: str, dtype: s
     except gpuops.GpuOpsError as exc:
         case["error"] = f"{type(exc).__name__}: {exc}"
         return case
-    result = np.empty_like(want)
-    for name, mapped in (("floor_write", False), ("floor_mapped", True)):
-        floor = BareFloor(device, [x.nbytes for x in host], want.nbytes, mapped)
-        try:
-            case[name] = median_ns(lambda: floor.run(host, result), iterations, args.warmup)
-            if not mapped:
-                case["copy_kernel"] = timer.run(floor.copy.record, iterations, args.warmup).summary()
-        finally:
-            floor.release()
+    result, out = np.empty_like(want), np.empty_like(want)
+    write_floor = BareFloor(device, [x.nbytes for x in host], want.nbytes, mapped=False)
+    mapped_floor = BareFloor(device, [x.nbytes for x in host], want.nbytes, mapped=True)
+    try:
+        case.update(interleaved_ns({"floor_write": lambda: write_floor.run(host, result),
+                                    "floor_mapped": lambda: mapped_floor.run(host, result),
+                                    "gpuops": lambda: run(*host, device=device),
+                                    "gpuops_out": lambda: run(*host, out=out, device=device)},
+                                   iterations, args.warmup))
+        case["copy_kernel"] = timer.run(write_floor.copy.record, iterations, args.warmup).summary()
+    finally:
+        write_floor.release()
+        mapped_floor.release()
     case["floor"] = min((case["floor_write"], case["floor_mapped"]), key=lambda m: m["median_ns"])
     case["kernel"] = kernel_time(device, timer, function, host, want, iterations, args.warmup)
-    case["gpuops"] = median_ns(lambda: run(*host, device=device), iterations, args.warmup)
-    out = np.empty_like(want)
-    case["gpuops_out"] = median_ns(lambda: run(*host, out=out, device=device), iterations, args.warmup)
     if "numpy" in frameworks:
         with np.errstate(all="ignore"):
             case["numpy"] = median_ns(lambda: NUMPY[function](*host), iterations, args.warmup)
