@@ -52,7 +52,7 @@ from .tensor import TensorDesc, packed_strides
 MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a compiled operator and tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
 _BOOL = np.dtype(np.bool_)
-_WEAK = (int, float, complex, bool)  # Python scalars: their type stands for them in a call's key (bool is refused)
+_PYTHON_SCALARS = (int, float, complex, bool)  # their type stands for them in a call's key (bool is refused)
 
 # What the functions return: an array, or a NumPy scalar where NumPy's ufunc gives one (0-d results without out=);
 # a DeviceArray where an operand or out is one.
@@ -210,7 +210,7 @@ def _call_key(function: _Function, extra: tuple, feature_level, values: tuple, o
             key.append((kind, value.dtype, value.shape, value.strides, value.flags.writeable))
         elif kind is DeviceArray:
             key.append((kind, value._dtype, value._shape, value._strides))
-        elif kind in _WEAK or value is None:
+        elif kind in _PYTHON_SCALARS or value is None:
             key.append(kind)
         elif isinstance(value, np.generic):
             key.append((kind, value.dtype))
