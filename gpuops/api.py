@@ -532,10 +532,10 @@ def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
 def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: list, copies: dict[int, np.ndarray],
                    encoder, temporaries: list) -> tuple[list[tuple[object, int, int]], bool]:
     """Each input's (buffer, offset, size): a device array's own region, or a host array's bytes (as its plan
-    says: the array itself, the part of its memory it spans, or its copy) uploaded into a pooled buffer, memory
+    says: the array itself, the part of its memory it spans, or its copy) uploaded into a pooled buffer, an array
     given twice uploaded once. Also whether every buffer is pool-made (the binding table may then be kept)."""
     regions: list[tuple[object, int, int]] = []
-    uploaded: dict[tuple[int, int], tuple[object, int, int]] = {}  # (address, bytes) -> region, with two inputs
+    uploaded: dict[int, tuple[object, int, int]] = {}  # id(array) -> region: one array, one layout, one upload
     cached = True
     with device.explained(spec.name, "uploading the inputs"):
         for index, array in enumerate(arrays):
@@ -544,16 +544,15 @@ def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: 
                 regions.append(array._region())
                 cached = cached and array.owned
                 continue
-            raw = host_bytes(copies[index]) if index in copies else array if plan.whole[index] else \
-                _bytes_at(array, start, plan.spans[index])
-            key = (raw.ctypes.data, raw.nbytes) if len(arrays) > 1 else None
-            region = uploaded.get(key)
+            region = uploaded.get(id(array)) if index not in copies else None
             if region is None:
+                raw = host_bytes(copies[index]) if index in copies else array if plan.whole[index] else \
+                    _bytes_at(array, start, plan.spans[index])
                 buffer, staging = upload(device, device.pool, raw, encoder)
                 temporaries.append(buffer)
                 if staging is not None:
                     temporaries.append(staging)
-                region = uploaded[key] = (buffer, 0, -(-raw.nbytes // 16) * 16)
+                region = uploaded[id(array)] = (buffer, 0, -(-raw.nbytes // 16) * 16)
             regions.append(region)
     return regions, cached
 

@@ -374,7 +374,7 @@ def test_gather_threshold():
 
 
 def _uploads(monkeypatch) -> list[int]:
-    """The byte counts the NumPy-level functions upload for their inputs, call by call (memory given twice is
+    """The byte counts the NumPy-level functions upload for their inputs, call by call (an array given twice is
     uploaded once)."""
     sizes: list[int] = []
     upload = api.upload
