@@ -77,7 +77,7 @@ def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[st
                                   f"{name}.astype(np.int8) (or another number type)")
         arrays.append(array)
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
-    return Loop(*_supported_loop(where, spec, level, names, values, arrays, descriptors))
+    return _supported_loop(where, spec, level, names, values, arrays, descriptors)
 
 
 def convert(where: str, names: tuple[str, ...], values: tuple, index: int, compute: np.dtype) -> np.ndarray:
@@ -103,8 +103,8 @@ def _as_array(where: str, name: str, value) -> np.ndarray:
 
 
 def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,
-                    arrays: list, descriptors: tuple) -> tuple[np.dtype, DataType, np.dtype]:
-    """NumPy's (compute dtype, its DataType, result dtype) for the operand types, or ValidationError where NumPy
+                    arrays: list, descriptors: tuple) -> Loop:
+    """NumPy's Loop for the operand types, or ValidationError where NumPy
     has no loop or DirectML does not support the compute type for the operator at `level`."""
     ufunc = spec.numpy_ufunc
     try:
@@ -122,7 +122,7 @@ def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: 
         raise ValidationError(f"{where}: {_operands(names, values, arrays)}: NumPy computes in {compute}; gpuops "
                               f"computes {spec.numpy_name} at feature level {level.label} in {names_allowed} and "
                               "does not cast (convert the operands with astype if a narrower type is meant)")
-    return compute, data_type, result
+    return Loop(compute, data_type, result)
 
 
 def _operands(names: tuple[str, ...], values: tuple, arrays: list) -> str:
