@@ -51,10 +51,17 @@ def describe(name: str, value: object, array: np.ndarray | None) -> str:
     """An operand as the caller wrote it: 'a int8', 'b=2.9 (Python float)', 'a (a list, int64 to NumPy)'."""
     if type(value) in _WEAK or type(value) is bool:
         return f"{name}={value!r} (Python {type(value).__name__})"
-    if isinstance(value, (np.ndarray, np.generic)):
+    if _own_dtype(value) is not None:
         return f"{name} {value.dtype}"
     kind = type(value).__name__
     return f"{name} (a {kind}, {array.dtype} to NumPy)" if array is not None else f"{name} (a {kind})"
+
+
+def _own_dtype(value) -> np.dtype | None:
+    """The dtype a value carries (arrays, NumPy scalars, gpuops device arrays), None for others (lists, Python
+    scalars): what describes it without converting it."""
+    dtype = getattr(value, "dtype", None)
+    return dtype if isinstance(dtype, np.dtype) else None
 
 
 def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple) -> Loop:
@@ -88,7 +95,7 @@ def convert(where: str, names: tuple[str, ...], values: tuple, index: int, compu
         try:
             return np.asarray(value, dtype=compute)
         except (OverflowError, ValueError) as exc:
-            arrays = [None if type(v) in _WEAK else np.asarray(v) for v in values]
+            arrays = [None if type(v) in _WEAK or _own_dtype(v) is not None else np.asarray(v) for v in values]
             raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes in for "
                                   f"{_operands(names, values, arrays)}: {exc}") from None
     array = _as_array(where, name, value)

@@ -470,6 +470,10 @@ def test_what_types_and_layouts_decide_is_kept_in_a_bounded_table_without_refusa
     assert len(resolved) == 1 and len(calls) == 2
     with pytest.raises(gpuops.ValidationError, match="b=300 does not fit int8"):
         gpuops.modulus_floor(a, 300, device=fresh)  # the same key: the value is checked all the same
+    on_device = gpuops.asarray(a, fresh)
+    assert_identical(gpuops.modulus_floor(on_device, 3).numpy(), np.remainder(a, 3))
+    with pytest.raises(gpuops.ValidationError, match=r"b=300 does not fit int8, .* for a int8, b=300"):
+        gpuops.modulus_floor(on_device, 300)  # a device array beside it is named, not converted
     out = np.empty(2, np.int8)
     gpuops.modulus_floor(a, 3, out=out, device=fresh)
     out.flags.writeable = False  # the same layout, read-only: another key, refused
