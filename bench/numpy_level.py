@@ -68,17 +68,6 @@ def iterations_for(nbytes: int, requested: int | None) -> int:
     return int(min(200, max(5, (1 << 28) // max(nbytes, 1))))
 
 
-def median_ns(run: Callable[[], object], iterations: int, warmup: int) -> dict:
-    for _ in range(warmup):
-        run()
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter_ns()
-        run()
-        times.append(time.perf_counter_ns() - start)
-    return {"median_ns": statistics.median(times), "min_ns": min(times), "iterations": iterations}
-
-
 def interleaved_ns(runs: dict[str, Callable[[], object]], iterations: int, warmup: int) -> dict[str, dict]:
     """median_ns of each run, their samples taken in turn (one call of each per round), so that a drift of the
     host's speed during the measurement reaches every run alike."""
@@ -93,6 +82,10 @@ def interleaved_ns(runs: dict[str, Callable[[], object]], iterations: int, warmu
             times[name].append(time.perf_counter_ns() - start)
     return {name: {"median_ns": statistics.median(samples), "min_ns": min(samples), "iterations": iterations}
             for name, samples in times.items()}
+
+
+def median_ns(run: Callable[[], object], iterations: int, warmup: int) -> dict:
+    return interleaved_ns({"run": run}, iterations, warmup)["run"]
 
 
 def inputs(function: str, dtype: str, n: int, rng: np.random.Generator) -> list[np.ndarray]:
