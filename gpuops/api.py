@@ -226,7 +226,7 @@ def _prepare(function: _Function, device: Device, values: tuple, extra: dict, ou
     spec, names, where = function.spec, function.names, function.where
     level = _feature_level(where, feature_level, device)
     stand_ins = tuple(_type_stand_in(where, n, v) for n, v in zip(names, values))
-    loop = resolve(where, spec, level, names, stand_ins)
+    loop, seen = resolve(where, spec, level, names, stand_ins)
     kinds: list[str] = []
     arrays: list[np.ndarray | DeviceArray] = []
     for index, (name, value) in enumerate(zip(names, values)):
@@ -238,7 +238,7 @@ def _prepare(function: _Function, device: Device, values: tuple, extra: dict, ou
             kinds.append(_DEVICE)
             arrays.append(value)
             continue
-        array = convert(where, names, values, index, loop.compute)
+        array = convert(where, names, values, index, loop.compute, seen[index])
         kinds.append(_GATHER if gathers(array) else _KEEP if array is value else _CONVERT)
         arrays.append(array)
     shape = _broadcast_shape(where, names, arrays)

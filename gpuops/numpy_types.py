@@ -64,10 +64,12 @@ def _own_dtype(value) -> np.dtype | None:
     return dtype if isinstance(dtype, np.dtype) else None
 
 
-def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple) -> Loop:
+def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple
+            ) -> tuple[Loop, tuple[np.ndarray | None, ...]]:
     """NumPy's loop for the operands' types (the row's numpy_ufunc gives the type rules), checked against the
-    operator's support row at `level`; ValidationError where an operand is refused or the loop is not one gpuops
-    computes in. (The NumPy-level functions keep the answer per combination of operand types and layouts.)"""
+    operator's support row at `level`, and each operand as NumPy sees it (np.asarray; None for a Python scalar),
+    for `convert` to start from; ValidationError where an operand is refused or the loop is not one gpuops
+    computes in. (The NumPy-level functions keep the loop per combination of operand types and layouts.)"""
     if spec.numpy_ufunc is None:
         raise ValidationError(f"{where}: DML_OPERATOR_{spec.name}: OperatorSpec.numpy_ufunc: None; the row names no "
                               "NumPy ufunc whose type rules to follow")
@@ -84,12 +86,14 @@ def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[st
                                   f"{name}.astype(np.int8) (or another number type)")
         arrays.append(array)
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
-    return _supported_loop(where, spec, level, names, values, arrays, descriptors)
+    return _supported_loop(where, spec, level, names, values, arrays, descriptors), tuple(arrays)
 
 
-def convert(where: str, names: tuple[str, ...], values: tuple, index: int, compute: np.dtype) -> np.ndarray:
+def convert(where: str, names: tuple[str, ...], values: tuple, index: int, compute: np.dtype,
+            array: np.ndarray | None = None) -> np.ndarray:
     """Operand `index` in `compute`, converted as NumPy converts it: NumPy's own conversion for a Python scalar
-    (which refuses an int that does not fit), `astype` for anything else (exact: resolve chose the loop safe)."""
+    (which refuses an int that does not fit), `astype` for anything else (exact: resolve chose the loop safe).
+    `array`: the operand as resolve saw it, where at hand (a list is then not made into an array twice)."""
     name, value = names[index], values[index]
     if type(value) in _WEAK:
         try:
@@ -98,7 +102,8 @@ def convert(where: str, names: tuple[str, ...], values: tuple, index: int, compu
             arrays = [None if type(v) in _WEAK or _own_dtype(v) is not None else np.asarray(v) for v in values]
             raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes in for "
                                   f"{_operands(names, values, arrays)}: {exc}") from None
-    array = _as_array(where, name, value)
+    if array is None:
+        array = _as_array(where, name, value)
     return array if array.dtype == compute else array.astype(compute)
 
 
@@ -111,8 +116,8 @@ def _as_array(where: str, name: str, value) -> np.ndarray:
 
 def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,
                     arrays: list, descriptors: tuple) -> Loop:
-    """NumPy's Loop for the operand types, or ValidationError where NumPy
-    has no loop or DirectML does not support the compute type for the operator at `level`."""
+    """NumPy's Loop for the operand types, or ValidationError where NumPy has no loop or DirectML does not
+    support the compute type for the operator at `level`."""
     ufunc = spec.numpy_ufunc
     try:
         loop = ufunc.resolve_dtypes(descriptors + (None,))
