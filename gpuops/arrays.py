@@ -404,6 +404,12 @@ class DeviceArray:
             raise TypeError("len() of a 0-d gpuops.DeviceArray")
         return self._shape[0]
 
+    def __iter__(self):
+        """The views along the first axis, as NumPy's iteration (a 0-d array is not iterable)."""
+        if not self._shape:
+            raise TypeError("iteration over a 0-d gpuops.DeviceArray")
+        return (self[index] for index in range(self._shape[0]))
+
     def __repr__(self) -> str:
         """The layout, not the values (reading them back is always asked for: print(d.numpy()))."""
         layout = "" if self._strides == packed_strides(self._shape) else f", strides={self._strides}"

@@ -13,10 +13,13 @@ import re
 import subprocess
 import sys
 
+import warnings
+
 import numpy as np
 import pytest
 
 import gpuops
+from gpuops import arrays
 
 from .test_device_arrays import Counter, numpy_sign, same, specials
 
@@ -280,6 +283,51 @@ def test_view_refusals(device):
     same(out.numpy(), numpy_sign(np.float32(np.arange(12, 24)).reshape(2, 6)))
     with pytest.raises(gpuops.ValidationError, match=r"bindings\['input_tensor'\]: offset 52 is not a multiple of 16"):
         compiled.execute({"input_tensor": gpuops.Binding(d.buffer, 52), "output_tensor": out.binding})
+
+
+def test_reshape_without_numpy_s_copy_argument(device, monkeypatch):
+    """NumPy before 2.1 has no reshape(copy=False): views come from setting .shape on a view of the stand-in."""
+    monkeypatch.setattr(arrays, "_RESHAPE_TAKES_COPY", False)
+    host = np.int16(np.arange(120)).reshape(4, 5, 6)
+    d = gpuops.asarray(host, device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (setting .shape, where a later NumPy deprecates it)
+        for name, view_of in VIEWS.items():
+            if name.startswith("reshape"):
+                same(view_of(d).numpy(), view_of(host))
+        with pytest.raises(gpuops.ValidationError, match="that takes a copy, and gpuops makes views only"):
+            d.T.reshape(-1)
+        with pytest.raises(gpuops.ValidationError, match="that takes a copy"):
+            d.T.reshape(30, 4)  # in C order, a copy (in F order, a view)
+
+
+def test_element_offsets_at_the_directml_level(device):
+    """bind(element_offsets=True) takes offsets of whole elements, and no other."""
+    f32 = gpuops.TensorDesc(gpuops.DataType.FLOAT32, (3,))
+    compiled = device.compile(gpuops.SignDesc(f32, f32))
+    source = gpuops.asarray(np.float32([9, -1, 2, -3, 9]), device)
+    out = gpuops.asarray(np.float32([7, 7, 7, 7, 7]), device)
+    bindings = {"input_tensor": gpuops.Binding(source.buffer, 4), "output_tensor": gpuops.Binding(out.buffer, 8, 12)}
+    with pytest.raises(gpuops.ValidationError, match="offset 4 is not a multiple of 16"):
+        compiled.bind(bindings)
+    compiled.execute(compiled.bind(bindings, element_offsets=True))
+    same(out.numpy(), np.float32([7, 7, -1, 1, -1]))
+    bindings["input_tensor"] = gpuops.Binding(source.buffer, 2)
+    with pytest.raises(gpuops.ValidationError, match=r"offset 2 is not a multiple of 4 \(the tensor's element size\)"):
+        compiled.bind(bindings, element_offsets=True)
+    bindings["input_tensor"] = gpuops.Binding(source.buffer, 4, 8)
+    with pytest.raises(gpuops.ValidationError, match="size 8 is smaller than the 12 bytes of input_tensor's elements"):
+        compiled.bind(bindings, element_offsets=True)
+
+
+def test_iteration(device):
+    host = np.int32(np.arange(6)).reshape(3, 2)
+    rows = list(gpuops.asarray(host, device))
+    assert len(rows) == 3 and all(type(r) is gpuops.DeviceArray for r in rows)
+    for row, want in zip(rows, host):
+        same(row.numpy(), want)
+    with pytest.raises(TypeError, match="iteration over a 0-d"):
+        iter(rows[0][1])
 
 
 def test_a_view_keeps_its_base_alive(device):
