@@ -146,8 +146,9 @@ class BufferPool:
     def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
               cached: bool) -> BindingTable:
         """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
-        compiled.tensor_fields; an offset is any whole number of the tensor's elements), remembered when `cached` (every buffer the pool's or a pooled DeviceArray's: a
-        caller's buffer is never kept alive by the pool)."""
+        compiled.tensor_fields; an offset may be any whole number of the tensor's elements), remembered when
+        `cached` (every buffer the pool's or a pooled DeviceArray's: a caller's buffer is never kept alive by the
+        pool)."""
         key = (compiled,) + regions
         table = self._tables.get(key) if cached else None
         if table is not None:

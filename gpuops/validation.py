@@ -147,9 +147,9 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
     requests the operator does not allow. `device` is the gpuops Device the operator was compiled on.
 
     `element_offsets` (gpuops' extension, for its NumPy-level calls on views of device arrays): an offset need only
-    be a whole number of the tensor's elements, and a tensor's bytes are its elements' span, not rounded up to 4
-    (a view may end in its buffer's last bytes). The planner binds from the adapter-aligned offset below and starts
-    the tensor at its element there, as it does for every offset."""
+    be a whole number of the tensor's elements (or of its guaranteed_base_offset_alignment), and a tensor's bytes
+    are its elements' span, not rounded up to 4 (a view may end in its buffer's last bytes). The planner binds from
+    the adapter-aligned offset below and starts the tensor at its element there, as it does for every offset."""
     from .binding import Binding, buffer_watch, described
     from .layout import span_in_bytes
     from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT
@@ -183,7 +183,8 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
         if not buffer.usage & device.wgpu.BufferUsage.STORAGE:
             raise refuse(name, f"the buffer's usage {int(buffer.usage)} lacks wgpu.BufferUsage.STORAGE")
         if element_offsets:
-            alignment, rule = tensor.data_type.size, "the tensor's element size"
+            alignment = max(tensor.data_type.size, tensor.guaranteed_base_offset_alignment)
+            rule = "the tensor's element size, or its guaranteed_base_offset_alignment when larger"
             extent = span_in_bytes(tensor.sizes, tensor.element_strides, tensor.data_type.size)
             extent_name = f"the {extent} bytes of {name}'s elements"
         else:

@@ -145,19 +145,39 @@ def test_another_override_decides(device):
 # (Where every axis takes an integer, NumPy gives a scalar and a device array a 0-d view: NumPy's view then takes
 # a trailing ..., in ALL_INTEGERS.)
 VIEWS = {
-    "int": lambda a: a[1], "negative int": lambda a: a[-1], "slice": lambda a: a[1:],
-    "inner slice": lambda a: a[:, 1:], "ellipsis slice": lambda a: a[..., 1:], "step": lambda a: a[::2],
-    "steps": lambda a: a[1::3, :, 2:5], "inner steps": lambda a: a[:, ::2, 1::2], "two ints": lambda a: a[2, 3],
-    "element": lambda a: a[2, 3, 4], "negative element": lambda a: a[-1, -2, -3], "None": lambda a: a[None],
-    "None between": lambda a: a[:, None, 1], "None last": lambda a: a[..., None], "int ellipsis int": lambda a: a[1, ..., 2],
-    "empty tuple": lambda a: a[()], "ellipsis": lambda a: a[...], "negative bounds": lambda a: a[-3:-1, -2],
-    "empty": lambda a: a[1:1], "numpy int": lambda a: a[np.int64(2), np.uint8(1)],
-    "one element backwards": lambda a: a[1:0:-1, 2], "view of a view": lambda a: a[1:][:, 1::2][1],
-    "T": lambda a: a.T, "transpose": lambda a: a.transpose(1, 0, 2), "transpose tuple": lambda a: a.transpose((2, 0, 1)),
-    "T of a slice": lambda a: a[:, 1, 1:].T, "reshape": lambda a: a[1:].reshape(-1),
-    "reshape rows": lambda a: a[:, 1:].reshape(4, 24), "reshape split": lambda a: a.T.reshape(6, 5, 2, 2),
-    "reshape stepped": lambda a: a[::2].reshape((2, 30)), "reshape F": lambda a: a.T.reshape(-1, order="F"),
-    "reshape A": lambda a: a.T.reshape(30, 4, order="A"), "reshape to 0-d": lambda a: a[1, 2, 3:4].reshape(()),
+    "int": lambda a: a[1],
+    "negative int": lambda a: a[-1],
+    "slice": lambda a: a[1:],
+    "inner slice": lambda a: a[:, 1:],
+    "ellipsis slice": lambda a: a[..., 1:],
+    "step": lambda a: a[::2],
+    "steps": lambda a: a[1::3, :, 2:5],
+    "inner steps": lambda a: a[:, ::2, 1::2],
+    "two ints": lambda a: a[2, 3],
+    "element": lambda a: a[2, 3, 4],
+    "negative element": lambda a: a[-1, -2, -3],
+    "None": lambda a: a[None],
+    "None between": lambda a: a[:, None, 1],
+    "None last": lambda a: a[..., None],
+    "int ellipsis int": lambda a: a[1, ..., 2],
+    "empty tuple": lambda a: a[()],
+    "ellipsis": lambda a: a[...],
+    "negative bounds": lambda a: a[-3:-1, -2],
+    "empty": lambda a: a[1:1],
+    "numpy int": lambda a: a[np.int64(2), np.uint8(1)],
+    "one element backwards": lambda a: a[1:0:-1, 2],
+    "view of a view": lambda a: a[1:][:, 1::2][1],
+    "T": lambda a: a.T,
+    "transpose": lambda a: a.transpose(1, 0, 2),
+    "transpose tuple": lambda a: a.transpose((2, 0, 1)),
+    "T of a slice": lambda a: a[:, 1, 1:].T,
+    "reshape": lambda a: a[1:].reshape(-1),
+    "reshape rows": lambda a: a[:, 1:].reshape(4, 24),
+    "reshape split": lambda a: a.T.reshape(6, 5, 2, 2),
+    "reshape stepped": lambda a: a[::2].reshape((2, 30)),
+    "reshape F": lambda a: a.T.reshape(-1, order="F"),
+    "reshape A": lambda a: a.T.reshape(30, 4, order="A"),
+    "reshape to 0-d": lambda a: a[1, 2, 3:4].reshape(()),
 }
 ALL_INTEGERS = {"element": lambda a: a[2, 3, 4, ...], "negative element": lambda a: a[-1, -2, -3, ...]}
 VIEW_TYPES = ["int8", "int16", "float32", "int64"]
@@ -313,7 +333,7 @@ def test_element_offsets_at_the_directml_level(device):
     compiled.execute(compiled.bind(bindings, element_offsets=True))
     same(out.numpy(), np.float32([7, 7, -1, 1, -1]))
     bindings["input_tensor"] = gpuops.Binding(source.buffer, 2)
-    with pytest.raises(gpuops.ValidationError, match=r"offset 2 is not a multiple of 4 \(the tensor's element size\)"):
+    with pytest.raises(gpuops.ValidationError, match=r"offset 2 is not a multiple of 4 \(the tensor's element size"):
         compiled.bind(bindings, element_offsets=True)
     bindings["input_tensor"] = gpuops.Binding(source.buffer, 4, 8)
     with pytest.raises(gpuops.ValidationError, match="size 8 is smaller than the 12 bytes of input_tensor's elements"):
