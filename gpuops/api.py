@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .arrays import DeviceArray, empty_in_order, host_bytes
+from .arrays import DeviceArray, empty_in_order, host_bytes, layout_stand_in
 from .device import CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
@@ -413,7 +413,7 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     where = f"gpuops.{spec.numpy_name}"
     work_shape = shape or (1,)
     on_device = [type(a) is DeviceArray for a in arrays]
-    views = [np.broadcast_to(_layout_stand_in(a) if device_array else a, shape) for a, device_array in
+    views = [np.broadcast_to(layout_stand_in(a) if device_array else a, shape) for a, device_array in
              zip(arrays, on_device)]
     views = [v.reshape(work_shape) if shape == () else v for v in views]
     # Device arrays and device results have strides >= 0 in their axes' own direction: host inputs that step
@@ -555,14 +555,6 @@ def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: 
                 region = uploaded[id(array)] = (buffer, 0, -(-raw.nbytes // 16) * 16)
             regions.append(region)
     return regions, cached
-
-
-def _layout_stand_in(array: DeviceArray) -> np.ndarray:
-    """A NumPy view with a device array's shape, dtype and strides for the layout code, which reads strides only:
-    its memory (one element, strided over) is never read."""
-    itemsize = array.itemsize
-    return np.lib.stride_tricks.as_strided(np.empty(1, array.dtype), array.shape,
-                                           tuple(s * itemsize for s in array.strides), writeable=False)
 
 
 def _host_target(out, shape: tuple[int, ...], plan: _CallPlan) -> np.ndarray:

@@ -439,11 +439,14 @@ class CompiledOperator:
         self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
         self.refused_as = f"DML_OPERATOR_{self.spec.name}"  # how binding refusals name the operator
 
-    def bind(self, bindings: Mapping[str, Binding]) -> BindingTable:
+    def bind(self, bindings: Mapping[str, Binding], *, element_offsets: bool = False) -> BindingTable:
         """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
-        IDMLBindingTable); a refused binding raises here."""
+        IDMLBindingTable); a refused binding raises here. `element_offsets` is gpuops' extension beyond DirectML's
+        rule (offsets that are multiples of 16), for views of device arrays: each offset need only be a whole
+        number of its tensor's elements (see validation.validate_bindings)."""
         with self.device._lock:
-            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False))
+            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
+                                                                  element_offsets=element_offsets))
 
     def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
         """Run once on the device's queue."""
@@ -507,23 +510,25 @@ class CompiledOperator:
         with self.device._lock:
             return self._plan_locked(bindings)
 
-    def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable,
-                     cache: bool = True) -> tuple[_Dispatch, ...]:
+    def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool = True,
+                     element_offsets: bool = False) -> tuple[_Dispatch, ...]:
         """_plan for a caller that holds the device's lock (a batch records under it: one acquisition per
-        operation). `cache` False makes the dispatches without looking them up or keeping them."""
+        operation). `cache` False makes the dispatches without looking them up or keeping them; `element_offsets`
+        as bind's, never cached (the plan cache's keys stand for bindings that DirectML's rules accepted)."""
         if type(bindings) is BindingTable:
             if bindings.compiled is not self:
                 raise ValidationError(f"{self.spec.name}: this binding table was made by another compiled operator "
                                       f"({bindings.compiled.spec.name}); make one with this operator's bind()")
             return bindings._dispatches
         plans = self.device._plan_cache
+        cache = cache and not element_offsets
         if cache:
             key = self._plan_key(bindings)
             if key is not None:
                 plan = plans.get(key)
                 if plan is not None:
                     return plan
-        validate_bindings(self.spec, self.desc, bindings, self.device)
+        validate_bindings(self.spec, self.desc, bindings, self.device, element_offsets)
         # Watched before any bind group refers to them: a destroy from now on is seen before the next submit.
         watches = [watch_buffer(bindings[name].buffer, self.device._watch) for name in self.tensor_fields]
         with self.device.explained(self.spec.name, "preparing the dispatch"):

@@ -146,14 +146,16 @@ class BufferPool:
     def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
               cached: bool) -> BindingTable:
         """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
-        compiled.tensor_fields), remembered when `cached` (every buffer the pool's or a pooled DeviceArray's: a
-        caller's buffer is never kept alive by the pool)."""
+        compiled.tensor_fields; an offset may be any whole number of the tensor's elements), remembered when
+        `cached` (every buffer the pool's or a pooled DeviceArray's: a caller's buffer is never kept alive by the
+        pool)."""
         key = (compiled,) + regions
         table = self._tables.get(key) if cached else None
         if table is not None:
             self._tables.move_to_end(key)
             return table
-        table = compiled.bind({name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)})
+        table = compiled.bind({name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)},
+                              element_offsets=True)  # device-array views start at any whole element
         if not cached:
             return table
         self._tables[key] = table
