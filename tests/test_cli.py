@@ -1,7 +1,8 @@
 """What a stranger meets first: the distribution's name, version and license, install hints that name this
 project, an import that prints nothing, and gpuops-bench's command line: --version, arguments refused before any
-device work, skipped pairs said, model outputs said and placed next to the model, progress on slow steps, and a
-"% copy" shown only where it means something."""
+device work (a negative size named as such), skipped pairs said, model outputs said and written where the command
+runs, model timings labelled truthfully, progress on slow steps, and a "% copy" shown only where it means
+something."""
 
 from __future__ import annotations
 
@@ -178,24 +179,25 @@ def test_sweep_says_a_layout_skips_an_operator(capsys):
 
 # ------------------------------------------------------------------------------------------ model: output files
 
-def test_model_writes_next_to_the_model_and_says_where(capsys, tmp_path, monkeypatch):
-    models = tmp_path / "models"
-    models.mkdir()
-    for name in ("modulus_floor_npy.json", "modulus_floor_npy_a.npy", "modulus_floor_npy_b.npy"):
-        shutil.copy(MODELS / name, models / name)
+def test_model_writes_into_the_current_directory_and_says_where(capsys, tmp_path, monkeypatch):
+    """writeFile targets land where the command runs (or in --output-dir), never among the model's files: running
+    the examples leaves bench/models/ as it was."""
+    models_before = sorted(MODELS.iterdir())
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    status, out, err = run(capsys, "model", models / "modulus_floor_npy.json")
+    status, out, err = run(capsys, "model", MODELS / "modulus_floor_npy.json")
     assert status == 0, err
-    target = models / "modulus_floor_npy_out.npy"
+    target = cwd / "modulus_floor_npy_out.npy"
     assert f"Resource 'Out' written to {target}" in out.splitlines()
-    assert np.load(target).shape == (2, 4) and list(cwd.iterdir()) == []
+    assert np.load(target).shape == (2, 4) and sorted(MODELS.iterdir()) == models_before
     chosen = tmp_path / "chosen"
-    status, out, err = run(capsys, "model", models / "modulus_floor_npy.json", "--output-dir", chosen)
+    status, out, err = run(capsys, "model", MODELS / "modulus_floor_npy.json", "--output-dir", chosen)
     assert status == 0, err
     assert f"Resource 'Out' written to {chosen / 'modulus_floor_npy_out.npy'}" in out.splitlines()
     assert np.array_equal(np.load(chosen / "modulus_floor_npy_out.npy"), np.load(target), equal_nan=True)
+    assert sorted(p.name for p in cwd.iterdir()) == ["modulus_floor_npy_out.npy"]
+    assert sorted(MODELS.iterdir()) == models_before
 
 
 # ---------------------------------------------------------------------------------------------------- progress
@@ -224,7 +226,7 @@ def test_a_slow_case_says_what_is_running(capsys, monkeypatch):
     monkeypatch.setattr(Session, "run", slow_run)
     status, out, err = run(capsys, "op", "sign", "--sizes", "64", "-i", "1", "-w", "0")
     assert status == 0, err
-    assert "running: op: checking sign float32 64 against NumPy, then timing 1 iterations" in err.splitlines()
+    assert "running: op: checking sign float32 64 against NumPy, then timing 1 samples" in err.splitlines()
     status, _, err = run(capsys, "op", "sign", "--sizes", "64", "-i", "1", "-w", "0", "-q")
     assert status == 0 and err == ""
 
@@ -234,9 +236,10 @@ def test_a_slow_case_says_what_is_running(capsys, monkeypatch):
 def _row(own_ns: float, copy_ns: float, moved: int = 1 << 20) -> dict:
     gbps, copy_gbps = moved / own_ns, moved / copy_ns
     return {"operator": "ELEMENT_WISE_SIGN", "mode": None, "dtype": "FLOAT32", "output_dtype": "FLOAT32",
-            "sizes": [moved // 8], "layout": "packed", "exact": True, "bytes_moved": moved, "gpu_median_ns": own_ns,
-            "gpu_min_ns": own_ns, "gpu_max_ns": own_ns, "host_median_ns": own_ns + 50_000, "gbps": gbps,
-            "gbps_basis": "gpu", "copy_gbps": copy_gbps, "percent_of_copy": 100 * gbps / copy_gbps}
+            "sizes": [moved // 8], "layout": "packed", "cache": "warm", "exact": True, "bytes_moved": moved,
+            "iterations": 3, "stopped_on": "min_samples", "gpu_median_ns": own_ns, "gpu_min_ns": own_ns,
+            "gpu_max_ns": own_ns, "gpu_noise": 0.0, "host_median_ns": own_ns + 50_000, "host_noise": 0.0,
+            "gbps": gbps, "gbps_basis": "gpu", "copy_gbps": copy_gbps, "percent_of_copy": 100 * gbps / copy_gbps}
 
 
 def _percent_cells(table: str) -> list[str]:
