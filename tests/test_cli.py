@@ -139,6 +139,13 @@ def no_device(monkeypatch):
     (["sweep", "--min-elements", "4096", "--max-elements", "2048"], "--min-elements 4096 is above"),
     (["default", "--ops", "gemm"], "operator 'gemm' is not implemented by gpuops"),
     (["model", MODELS / "sign_in_place.json", "--output-dir", MODELS / "sign_in_place.json"], "is not a directory"),
+    # A value that starts with '-' is read as a value and refused for what it is, not reported missing.
+    (["op", "sign", "--sizes", "-5,3"], "argument --sizes: size -5 in '-5,3': every size must be at least 1"),
+    (["op", "sign", "--sizes", "4,-3"], "argument --sizes: size -3 in '4,-3': every size must be at least 1"),
+    (["op", "sign", "--strides", "-1,1"], "argument --strides: '-1,1': give non-negative integers"),
+    (["op", "sign", "-i", "-3"], "argument -i/--iterations/--min-samples: -3; must be at least 1"),
+    (["default", "--max-noise", "-1%"], "argument --max-noise: '-1%'; must be 0% or more"),
+    (["sweep", "--flush-bytes", "lots"], "argument --flush-bytes: 'lots' is not a byte count (e.g. 256MiB"),
 ])
 def test_arguments_are_refused_before_the_device_opens(capsys, no_device, argv, fragment):
     start = time.perf_counter()
@@ -146,6 +153,12 @@ def test_arguments_are_refused_before_the_device_opens(capsys, no_device, argv, 
     assert status == 2
     assert fragment in one_error_line(err)
     assert time.perf_counter() - start < 5
+
+
+def test_byte_counts_read_units():
+    assert [cli._bytes(text) for text in ("4096", "256MiB", "256M", "1GiB", "2^28", "64 KiB")] == \
+        [4096, 256 << 20, 256 << 20, 1 << 30, 1 << 28, 64 << 10]
+    assert cli._percent("2%") == cli._percent("2") == pytest.approx(0.02)
 
 
 def test_model_errors_come_before_the_device_opens(capsys, no_device, tmp_path):
@@ -198,6 +211,42 @@ def test_model_writes_into_the_current_directory_and_says_where(capsys, tmp_path
     assert np.array_equal(np.load(chosen / "modulus_floor_npy_out.npy"), np.load(target), equal_nan=True)
     assert sorted(p.name for p in cwd.iterdir()) == ["modulus_floor_npy_out.npy"]
     assert sorted(MODELS.iterdir()) == models_before
+
+
+def test_model_never_reports_a_first_use_sample_as_hot(capsys):
+    """A dispatch's first sample pays first-use costs: it is cold (-w), and -t runs past its time until a hot
+    sample follows; with fewer iterations than -w every sample is reported cold."""
+    example = MODELS / "sign_in_place.json"
+    status, out, err = run(capsys, "model", example, "-t", "0.001", "-v", "1")
+    assert status == 0, err
+    assert re.search(r"^CPU Timings \(Cold\)\s*: 1 samples, ", out, re.M)
+    assert re.search(r"^CPU Timings \(Hot\)\s*: [1-9]\d* samples, ", out, re.M)
+    status, out, err = run(capsys, "model", example, "-t", "0.001", "-w", "3", "-v", "1")
+    assert status == 0, err
+    assert re.search(r"^CPU Timings \(Cold\)\s*: 3 samples, ", out, re.M) and "(Hot)" in out
+    status, out, err = run(capsys, "model", example, "-i", "1", "-v", "1")
+    assert status == 0, err
+    assert re.search(r"^CPU Timings \(Cold\)\s*: 1 samples, ", out, re.M) and "(Hot)" not in out
+    status, out, err = run(capsys, "model", example, "-i", "1")
+    assert status == 0 and re.search(r"^Dispatch 'sign': 1 iterations, [\d.]+ ms median \(CPU\)", out, re.M)
+
+
+def test_plot_hint_installs_matplotlib_alone(monkeypatch):
+    """The hint must not reinstall gpuops from wherever the user stands: only the missing package."""
+    import builtins
+
+    from gpuops.bench.suite import plot_sweep
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert plot_sweep([], [], "unused.png", "run") == \
+        "plot skipped: matplotlib is not installed (pip install matplotlib)"
 
 
 # ---------------------------------------------------------------------------------------------------- progress

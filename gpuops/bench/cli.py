@@ -474,11 +474,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _negative_values_attached(argv: list[str]) -> list[str]:
     """'--sizes -5,3' as '--sizes=-5,3': argparse takes a word starting with '-' for an option unless it is one
-    plain negative number, so such a value would be reported missing instead of refused for what it is."""
+    plain negative number, so such a value would be reported missing instead of refused for what it is. No option
+    of gpuops-bench starts with '-' and a digit."""
     out: list[str] = []
     for word in argv:
         previous = out[-1] if out else ""
-        if re.fullmatch(r"-\d[\d,.]*", word) and previous.startswith("-") and "=" not in previous \
+        if re.match(r"-\d", word) and previous.startswith("-") and "=" not in previous \
                 and previous not in ("-", "--"):
             out[-1] = f"{previous}={word}"
         else:
