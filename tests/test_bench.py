@@ -168,8 +168,12 @@ def validate_result(row: dict, doc: dict) -> None:
 def test_help_names_every_command(capsys):
     status, out, _ = run(capsys, "--help")
     assert status == 0
-    for command in ("default", "adapters", "op", "sweep", "targets", "model"):
+    commands = ("default", "adapters", "op", "sweep", "targets", "compare", "model")
+    for command in commands:
         assert command in out
+    for command in commands:
+        status, out, err = run(capsys, command, "--help")
+        assert (status, err) == (0, "") and out.startswith(f"usage: gpuops-bench {command} "), command
 
 
 def test_adapters_show_backend_type_limits_and_features(capsys):

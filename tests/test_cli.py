@@ -10,7 +10,6 @@ import importlib.metadata
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys

@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--fail-above", type=_percent, metavar="PCT",
                          help="exit with status 1 when a case is marked slower by more than this, e.g. 2%%")
     compare.add_argument("--min-change", type=_percent, default=compare_runs.DEFAULT_MIN_CHANGE, metavar="PCT",
-                         help=f"never mark a smaller change (default {compare_runs.DEFAULT_MIN_CHANGE:.0%})")
+                         help=f"never mark a smaller change (default {compare_runs.DEFAULT_MIN_CHANGE:.0%}%)")
     compare.add_argument("--alpha", type=_probability, default=compare_runs.DEFAULT_ALPHA, metavar="P",
                          help=f"the rank test's significance level (default {compare_runs.DEFAULT_ALPHA:g})")
     compare.add_argument("--host", action="store_true",

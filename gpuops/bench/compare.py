@@ -28,7 +28,8 @@ ADAPTER_IDENTITY = ("name", "vendor_id", "device_id", "implementation", "backend
 # What may differ between two runs of one adapter and changes the times: said beside the comparison.
 ENVIRONMENT = (("adapter", "driver"), ("versions", "gpuops"), ("versions", "wgpu"), ("versions", "wgpu_native"),
                ("versions", "wgpudawn"), ("feature_level",), ("runtime_checks",), ("settings", "repeats"),
-               ("settings", "cuda_context"), ("settings", "flush_bytes"), ("machine", "hostname"))
+               ("settings", "cuda_context"), ("settings", "flush_bytes"), ("timestamp_conversion", "method"),
+               ("machine", "hostname"))
 
 
 class CompareError(GpuOpsError):

@@ -497,10 +497,6 @@ def _empty_timing() -> dict:
     return {**{key: None for key in keys}, "compare": {}}
 
 
-def _float(value) -> float | None:
-    return None if value is None else float(value)
-
-
 def time_numpy(workload: Workload, iterations: int, warmup: int, moved: int) -> dict:
     """The same operation on the same (strided) arrays in NumPy on the CPU, wall clock per call."""
     case = workload.case
