@@ -353,17 +353,22 @@ def test_usage_errors_are_one_line_and_status_2(capsys, argv, fragment):
     assert fragment in one_error_line(err)
 
 
-def test_what_the_machine_lacks_is_status_3(capsys, monkeypatch):
+def test_what_the_machine_lacks_is_status_3(capsys, monkeypatch, tmp_path):
     """An adapter, a package or a file gpuops installed that is not there is no usage error: status 3."""
     status, _, err = run(capsys, "op", "sign", "-a", "no-such-adapter", "-q")
     assert status == 3 and "no adapter matches 'no-such-adapter'" in one_error_line(err)
     from gpuops import shaders
 
-    missing = Path("/nonexistent/gpuops/wgsl")
-    monkeypatch.setattr(shaders, "_read", lambda relative: (missing / relative).read_text())
+    emptied = tmp_path / "wgsl"  # an installation whose shaders went missing
+    monkeypatch.setattr(shaders, "WGSL_DIR", emptied)
+    shaders._read.cache_clear()
     status, _, err = run(capsys, "op", "sign", "--sizes", "64", "-i", "1", "-w", "0", "-q")
+    shaders._read.cache_clear()
     assert status == 3
-    assert one_error_line(err).startswith(f"cannot access {missing / 'common.wgsl'}: No such file or directory")
+    assert one_error_line(err).startswith(f"cannot access {emptied / 'common.wgsl'}: No such file or directory")
+    # A file the user named is a usage error.
+    status, _, err = run(capsys, "targets", "--render", tmp_path / "missing.json")
+    assert status == 2 and one_error_line(err).startswith(f"cannot access {tmp_path / 'missing.json'}")
     status, out, _ = run(capsys, "--help")
     assert status == 0 and "3 the installation or the machine cannot do it" in " ".join(out.split())
 

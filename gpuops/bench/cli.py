@@ -2,9 +2,9 @@
 runs, and DirectML's DxDispatch model files run on any WebGPU adapter.
 
 Every error is one line on stderr starting with "gpuops-bench: error: ". A user error (a bad argument, a malformed
-model, an unknown operator, a refused description, a results file compare cannot use) exits with status 2; what the
-installation or the machine cannot do (a missing package, installed file or adapter, a file that cannot be read or
-written, out of memory, a WebGPU error) with status 3. A kernel whose result differs from NumPy is reported with
+model, an unknown operator, a refused description, a file given that cannot be read or written, a results file
+compare cannot use) exits with status 2; what the installation or the machine cannot do (a missing package,
+installed file or adapter, out of memory, a WebGPU error) with status 3. A kernel whose result differs from NumPy is reported with
 status 1 and is never timed; compare exits with status 1 when a row regressed beyond --fail-above.
 """
 
@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, shaders
 from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, installed_backends, load_backend
 from ..device import Device
 from ..enums import DataType, FeatureLevel
@@ -36,12 +36,13 @@ from .workload import LAYOUT_HELP, LAYOUTS, make_case, make_desc
 
 PROG = "gpuops-bench"
 DISTRIBUTION = "gpuops-webgpu"  # the name gpuops is installed under (pyproject.toml); the import name is gpuops
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 COMPARE_CHOICES = ("numpy", "torch", "cupy")
 EXIT_OK, EXIT_WRONG_RESULT, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
 EXIT_STATUS_HELP = ("exit status: 0 ok; 1 a result differed from NumPy (not timed), or compare found a regression "
-                    "above --fail-above; 2 a usage error; 3 the installation or the machine cannot do it (a missing "
-                    "package, installed file or adapter, a file that cannot be read or written, out of memory, a "
-                    "WebGPU error)")
+                    "above --fail-above; 2 a usage error (a file given that cannot be read or written included); 3 "
+                    "the installation or the machine cannot do it (a missing package, installed file or adapter, out "
+                    "of memory, a WebGPU error)")
 CACHE_CHOICES = ("warm", "cold", "both")
 
 
@@ -464,12 +465,19 @@ def main(argv: list[str] | None = None) -> int:
         return _error("out of host memory; try fewer elements", EXIT_ENVIRONMENT)
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
-        return _error(f"cannot access{where}: {exc.strerror or exc}", EXIT_ENVIRONMENT)
+        status = EXIT_ENVIRONMENT if exc.filename is None or _installed_file(exc.filename) else EXIT_USAGE
+        return _error(f"cannot access{where}: {exc.strerror or exc}", status)
     except Exception as exc:  # a WebGPU implementation's own error (wgpu's or Dawn's GPUError): one line too
         if any(cls.__name__ == "GPUError" for cls in type(exc).__mro__):
             first_line = (str(exc).strip().splitlines() or [""])[0]
             return _error(f"WebGPU: {type(exc).__name__}: {first_line}", EXIT_ENVIRONMENT)
         raise
+
+
+def _installed_file(filename) -> bool:
+    """Whether a path is one of gpuops' own files (its package, its shaders), not one the user named."""
+    path = Path(os.fsdecode(filename)).absolute()
+    return any(path.is_relative_to(root) for root in (PACKAGE_DIR, shaders.WGSL_DIR))
 
 
 def _negative_values_attached(argv: list[str]) -> list[str]:
