@@ -4,8 +4,8 @@ runs, and DirectML's DxDispatch model files run on any WebGPU adapter.
 Every error is one line on stderr starting with "gpuops-bench: error: ". A user error (a bad argument, a malformed
 model, an unknown operator, a refused description, a file given that cannot be read or written, a results file
 compare cannot use) exits with status 2; what the installation or the machine cannot do (a missing package,
-installed file or adapter, out of memory, a WebGPU error) with status 3. A kernel whose result differs from NumPy is reported with
-status 1 and is never timed; compare exits with status 1 when a row regressed beyond --fail-above.
+installed file or adapter, out of memory, a WebGPU error) with status 3. A kernel whose result differs from NumPy
+is reported with status 1 and is never timed; compare exits with status 1 when a row regressed beyond --fail-above.
 """
 
 from __future__ import annotations
@@ -416,7 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run each dispatch command for this long instead of -i iterations, and on until a "
                             "sample follows the -w cold ones")
     model.add_argument("-w", "--warmup_samples", dest="warmup", type=_count(0), default=1, metavar="N",
-                       help="leading samples counted as cold, left out of the medians unless every sample is (default 1)")
+                       help="leading samples counted as cold, left out of the medians unless every sample is "
+                            "(default 1)")
     model.add_argument("-v", "--timing_verbosity", dest="verbosity", type=int, choices=(0, 1, 2), default=0,
                        help="0: one line per dispatch; 1: initialization, cold and hot statistics; "
                             "2: also every iteration")
