@@ -295,6 +295,11 @@ def test_host_times_compare_on_request(capsys, tmp_path):
     status, out, _ = run(capsys, "compare", base, new, "--host", "--fail-above", "10%")
     assert status == 1 and out.splitlines()[2].startswith("host time per dispatch: ")
     assert all(v.startswith("SLOWER +") for v in verdicts(out).values())
+    for row in doc["results"]:
+        row["gpu_samples_ns"] = None  # a run without timestamps: its rows compare host times
+    status, out, _ = run(capsys, "compare", base, write(tmp_path, "untimed.json", doc))
+    assert status == 0 and "*: host time per dispatch (a run without GPU times)" in out.splitlines()
+    assert all(v.startswith("SLOWER +") for v in verdicts(out).values())
 
 
 def test_mismatched_adapters_and_implementations_are_refused(capsys, tmp_path):

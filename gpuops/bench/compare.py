@@ -157,8 +157,6 @@ def compare_documents(base: dict, new: dict, options: CompareOptions = CompareOp
         compared.append(compare_rows(before, row, options))
     only_base = [row for key, row in base_rows.items() if key not in new_rows]
     only_new = [row for key, row in new_rows.items() if key not in base_rows]
-    if any(c.basis == "host" for c in compared) and not options.host:
-        notes.append("host: a run without GPU times; those rows compare host time per dispatch")
     return Comparison(compared, only_base, only_new, untimed, notes)
 
 
