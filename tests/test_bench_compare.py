@@ -160,6 +160,29 @@ def test_without_timestamps_the_host_samples_are_judged():
     assert len(sampled.host_ns) == 5
 
 
+def test_one_estimate_disturbed_by_a_busy_machine_keeps_the_gpu_times():
+    """Calibration gives up GPU times only when most of its estimates saw the ticks stand still."""
+    from gpuops.bench.ticks import settle
+
+    class Timer:
+        tick_ns = 1.0
+
+    def estimate(ratio):
+        return ratio, {"dispatches": 10, "ticks": 9e6, "host_ns": 9e6}, {"dispatches": 40, "ticks": 8e6,
+                                                                         "host_ns": 3e7}
+
+    timer = Timer()
+    kept = settle(timer, [estimate(None), estimate(1.02), estimate(0.99)])
+    assert (kept.method, kept.tick_ns, kept.measured_ns_per_tick, timer.tick_ns) == ("nanoseconds", 1.0, 1.02, 1.0)
+    calibrated = settle(timer, [estimate(1.5), estimate(None), estimate(1.6)])
+    assert (calibrated.method, calibrated.tick_ns, timer.tick_ns) == ("calibrated", 1.6, 1.6)
+    lost = settle(timer, [estimate(None), estimate(None), estimate(1.0)])
+    assert lost.method == "unavailable" and lost.tick_ns is None
+    assert lost.note == "timestamps did not advance with the work (ticks 9000000 then 8000000): only host times " \
+                        "are reported"
+    assert settle(timer, [estimate(1.001)]).method == "nanoseconds"
+
+
 # ------------------------------------------------------------------------------------- cold samples, on lavapipe
 
 def test_cold_rows_flush_before_every_sample(capsys, tmp_path, monkeypatch):
