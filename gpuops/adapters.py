@@ -9,6 +9,7 @@ from collections.abc import Mapping
 
 from .backends import BACKENDS, backend_name
 from .errors import DeviceError, ValidationError, cause_of, shown
+from .wgpu_internals import released
 
 # WebGPU compute on OpenGL needs compute shaders and storage buffers in the GL context: OpenGL ES 3.1 or
 # OpenGL 4.3. wgpu lists older contexts too (NVIDIA's EGL gives a 3.3 one), whose device request then fails.
@@ -123,7 +124,7 @@ def check_wgpu_device(obj: object) -> None:
                               f"{' or '.join(BACKENDS.values())}"
                               + ("; request one from it with adapter.request_device_sync()"
                                  if wgpu_module_of(obj, "GPUAdapter") else ""))
-    if getattr(obj, "_internal", True) is None:  # wgpu-py drops its handle when the object is released
+    if released(obj):
         raise DeviceError(f"Device.wgpu_device: {shown(obj)} has been released; request a new device")
     adapter = getattr(obj, "adapter", None)
     if adapter is not None:

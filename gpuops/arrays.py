@@ -17,7 +17,6 @@ from .binding import Binding
 from .device import Device
 from .enums import DataType, integer_value
 from .errors import ValidationError, shown
-from .hostcopy import copy_array
 from .layout import span_in_bytes
 from .numpy_types import refuse_subclass
 from .pool import STORAGE, pool_of, read_back, upload
@@ -217,8 +216,8 @@ class DeviceArray:
 
         def fill(mapped: memoryview) -> None:
             elements = np.frombuffer(mapped, source_type, span // itemsize)
-            copy_array(target, np.lib.stride_tricks.as_strided(elements, self._shape, byte_strides,
-                                                              writeable=False))
+            device.host_copies.copy(target, np.lib.stride_tricks.as_strided(elements, self._shape, byte_strides,
+                                                                           writeable=False))
 
         read_back(device, pool_of(device), None, self._buffer, self._offset, span, fill, where,
                   uses=[(where, None, self._buffer)])

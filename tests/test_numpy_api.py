@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuops
-from gpuops import DataType, FeatureLevel, api, pool
+from gpuops import DataType, FeatureLevel, api, pool, wgpu_internals
 from gpuops.bench.reference import compare
 
 from .dml import device_with
@@ -379,9 +379,9 @@ def _uploads(monkeypatch) -> list[int]:
     sizes: list[int] = []
     upload = api.upload
 
-    def spy(device, pool, data, encoder):
+    def spy(device, pool, data, encoder, staged=None):
         sizes.append(data.nbytes)
-        return upload(device, pool, data, encoder)
+        return upload(device, pool, data, encoder, staged)
 
     monkeypatch.setattr(api, "upload", spy)
     return sizes
@@ -503,24 +503,20 @@ def test_host_calls_reuse_pooled_buffers(device):
     assert pool.pool_of(fresh).stats().created == made
 
 
-def test_read_back_maps_with_the_public_call_where_wgpu_py_lacks_its_shortcut(device, monkeypatch):
+def test_calls_run_through_wgpu_pys_public_maps_where_its_internals_are_missing(device):
+    """The fallback of a wgpu-py without the internals gpuops uses (gpuops/wgpu_internals.py): wgpu-py's own
+    map_async and promises, for read-backs, large uploads and synchronize."""
+    fresh = device_with(device)
+    fresh.host_access = wgpu_internals.PromiseAccess(fresh.wgpu)
     x = specials("float16")
-    modes = []
-    buffer_type = type(device.placeholder("read"))
-    map_async = buffer_type.map_async
-
-    def old_wgpu_py(buffer, mode, *args, **kwargs):
-        modes.append(mode)
-        if mode == "READ_NOSYNC":
-            raise ValueError("Invalid flag value for MapMode: 'READ_NOSYNC'")
-        return map_async(buffer, mode, *args, **kwargs)
-
-    monkeypatch.setattr(pool, "_skip_flush", True)
-    monkeypatch.setattr(buffer_type, "map_async", old_wgpu_py)
-    assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
-    assert_identical(gpuops.is_nan(x, device=device), np.isnan(x))
-    wanted = ["READ_NOSYNC"] if device.backend == "wgpu-native" else []
-    assert modes == wanted + [device.wgpu.MapMode.READ] * 2 and pool._skip_flush is (not wanted)
+    assert_identical(gpuops.sign(x, device=fresh), numpy_sign(x))
+    assert_identical(gpuops.is_nan(x, device=fresh), np.isnan(x))
+    base = specials("float32")
+    big = np.tile(base, pool.MAPPED_UPLOAD_BYTES // base.nbytes + 1)
+    assert_identical(gpuops.sign(big, device=fresh), numpy_sign(big))
+    on_device = gpuops.sign(gpuops.asarray(x, fresh))
+    fresh.synchronize()
+    assert_identical(on_device.numpy(), numpy_sign(x))
 
 
 def test_large_read_backs_copy_on_several_threads_exactly(device, monkeypatch):
@@ -558,9 +554,9 @@ def test_large_uploads_copy_on_several_threads_exactly(device, monkeypatch):
     monkeypatch.setattr(hostcopy, "PART_BYTES", 32)
     monkeypatch.setattr(hostcopy, "COPY_THREADS", 3)
     writes = []
-    real_write_mapped = hostcopy.write_mapped
-    monkeypatch.setattr(pool, "write_mapped", lambda buffer, data, size: writes.append(size)
-                        or real_write_mapped(buffer, data, size))
+    real_fill_upload = pool.fill_upload
+    monkeypatch.setattr(api, "fill_upload", lambda device, pool_, data, what: writes.append(data.nbytes)
+                        or real_fill_upload(device, pool_, data, what))
     parts = []
     real_copyto = np.copyto
     monkeypatch.setattr(hostcopy.np, "copyto", lambda target, source: parts.append(target.nbytes)
