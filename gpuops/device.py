@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 import time
 from collections import OrderedDict, deque
@@ -14,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from .adapters import adapter_label, check_wgpu_device, pick_adapter
+from .adapter_choice import adapter_label, check_wgpu_device, pick_adapter, wanted_adapter
 from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
                        resolve_runtime_checks)
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
@@ -83,10 +82,12 @@ class Device:
     """A WebGPU device that runs gpuops operators at one DirectML feature level."""
 
     def __init__(self, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4,
-                 adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
+                 adapter: int | str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
                  backend: str | None = None, runtime_checks: bool | None = None,
                  policy: DispatchPolicy | None = None):
-        """`runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
+        """`adapter`: the adapter's index in wgpu's enumeration (gpuops.adapters() lists them) or part of its name;
+        None takes $GPUOPS_ADAPTER (an index or part of a name), else the best adapter found.
+        `runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
         backends.py). None (the default, or $GPUOPS_RUNTIME_CHECKS) leaves it out where the backend can;
         `self.runtime_checks` says what this device does. `policy`: the dispatch's tuning knobs (DispatchPolicy;
         the defaults are the measured choices and the adapter's limits)."""
@@ -106,9 +107,8 @@ class Device:
             self.wgpu = load_backend(backend)
         self.runtime_checks = resolve_runtime_checks(self.wgpu, runtime_checks, wgpu_device)
         if wgpu_device is None:
-            # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
-            wanted = adapter if adapter is not None else os.environ.get("GPUOPS_ADAPTER") or None
-            self.adapter = pick_adapter(self.wgpu, wanted)
+            # GPUOPS_ADAPTER picks the adapter (an index or part of a name) when the caller does not.
+            self.adapter = pick_adapter(self.wgpu, *wanted_adapter(adapter))
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]
