@@ -715,7 +715,7 @@ def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: 
             region = uploaded.get(id(array)) if index not in copies else None
             if region is None:
                 raw = _upload_bytes(plan, arrays, copies, index)
-                buffer, staging = upload(device, device.pool, raw, encoder, staged.get(index))
+                buffer, staging = upload(device, device.pool, raw, encoder, staged.get(index), spec.name)
                 temporaries.append(buffer)
                 if staging is not None:
                     temporaries.append(staging)

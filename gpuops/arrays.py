@@ -298,7 +298,7 @@ def asarray(x, device: Device | None = None) -> DeviceArray:
             buffer = pool.acquire(device, STORAGE, 16)
         else:
             encoder = device.wgpu_device.create_command_encoder()
-            buffer, staging = upload(device, pool, host_bytes(array), encoder)
+            buffer, staging = upload(device, pool, host_bytes(array), encoder, what=where)
             if staging is not None:  # a large array: its copy from the mapped upload buffer runs now
                 device.submit(encoder, where)
                 pool.release(staging)

@@ -35,6 +35,7 @@ import numpy as np
 import wgpu  # for its flags' values, which are WebGPU's in every backend
 
 from .binding import Binding
+from .errors import DeviceError
 
 if TYPE_CHECKING:  # (device.py makes each Device's pool)
     from .device import BindingTable, CompiledOperator, Device
@@ -89,9 +90,13 @@ class BufferPool:
         self._take_returned()
         return PoolStats(self.created, self.destroyed, len(self._order), self._idle_bytes, len(self._tables))
 
-    def acquire(self, device: Device, kind: str, size: int):
-        """A buffer of at least `size` bytes of `kind` (STORAGE, STAGING or UPLOAD), reused when one is idle."""
+    def acquire(self, device: Device, kind: str, size: int, what: str = "gpuops"):
+        """A buffer of at least `size` bytes of `kind` (STORAGE, STAGING or UPLOAD), reused when one is idle;
+        DeviceError naming `what` where `size` is past the device's largest buffer (Device.max_buffer_size)."""
         self._take_returned()
+        if size > device.max_buffer_size:
+            raise DeviceError(f"{what}: a buffer of {size} bytes is needed; the adapter {device.adapter_name} holds "
+                              f"at most {device.max_buffer_size} bytes in one buffer")
         size = size_class(size, device.max_buffer_size)
         idle = self._idle.get((kind, size))
         if idle:
@@ -188,7 +193,8 @@ def pool_of(device: Device) -> BufferPool:
     return device.pool
 
 
-def upload(device: Device, pool: BufferPool, data, encoder, staged=None) -> tuple[object, object | None]:
+def upload(device: Device, pool: BufferPool, data, encoder, staged=None, what: str = "gpuops"
+           ) -> tuple[object, object | None]:
     """A pooled storage buffer that holds the bytes of `data` (a C-contiguous array) from offset 0 for the work
     recorded into `encoder` after this call, and the pooled buffer to give back once `encoder` is submitted (or
     None). Call with the device's lock held.
@@ -197,11 +203,13 @@ def upload(device: Device, pool: BufferPool, data, encoder, staged=None) -> tupl
     ones go through fill_upload (a pooled MAP_WRITE buffer) and from there by a copy recorded into `encoder`:
     write_buffer makes a new staging allocation of the full size on every call, which for large arrays costs more
     than the copy itself (fresh memory is faulted in page by page). `staged`: that upload buffer, filled by the
-    caller beforehand (fill_upload, without the lock), which stays the caller's to give back (None is returned)."""
+    caller beforehand (fill_upload, without the lock), which stays the caller's to give back (None is returned).
+    `what` names the operation in errors."""
     size = data.nbytes
-    staging = staged if staged is not None else fill_upload(device, pool, data) if uploads_mapped(size) else None
+    staging = staged if staged is not None else fill_upload(device, pool, data, what) if uploads_mapped(size) \
+        else None
     try:
-        buffer = pool.acquire(device, STORAGE, -(-size // 16) * 16)
+        buffer = pool.acquire(device, STORAGE, -(-size // 16) * 16, what)
     except BaseException:
         if staging is not None and staged is None:
             pool.release(staging)
@@ -233,7 +241,7 @@ def fill_upload(device: Device, pool: BufferPool, data, what: str = "gpuops") ->
     words = -(-size // 4) * 4  # copies and mappings move whole 4-byte words
     access = device.host_access
     with device._lock, device.explained(what, "allocating an upload buffer"):
-        staging = pool.acquire(device, UPLOAD, words)
+        staging = pool.acquire(device, UPLOAD, words, what)
     pending = view = None
     try:
         with device._lock, device.explained(what, "mapping an upload buffer"):
