@@ -8,8 +8,10 @@ by the device's loss; and devices used side by side from several threads."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -217,3 +219,25 @@ def test_the_public_fallback_is_used_where_the_internals_are_missing(device, mon
     monkeypatch.setattr(wgpu_internals, "_native", lambda: None)
     access = wgpu_internals.host_access(device.wgpu, device.wgpu_device)
     assert isinstance(access, PromiseAccess)
+
+
+def test_host_path_benchmark_runs_at_tiny_sizes(tmp_path):
+    script = Path(__file__).resolve().parent.parent / "bench" / "host_path.py"
+    spec = importlib.util.spec_from_file_location("bench_host_path", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # no argument parsing at import
+    path = tmp_path / "host_path.json"
+    document = module.main(["--rounds", "3", "--warmup", "1", "--chain-size", "2^10", "--series-exponent", "10",
+                            "--split-size", "2^12", "--devices", "2", "--large", "2^12", "--large-iterations", "1",
+                            "--long-job-ms", "2", "--skip-calibration", "--json", str(path)])
+    assert json.loads(path.read_text()) == json.loads(json.dumps(document, default=str))
+    assert document["schema"] == "gpuops-host-path/1"
+    floors = document["floors"]
+    assert floors["exact"] and floors["synchronize"]["median_ns"] > 0 and floors["sign 1024"]["median_ns"] > 0
+    assert set(floors["ratios"]) == {"synchronize / idle floor", "sign 1024 / map floor"}
+    assert document["chain"]["exact"] and all(row["exact"] for row in document["small_after_large"]["series"])
+    assert len(document["small_after_large"]["series"]) == 8
+    split = document["split"]
+    assert split["exact"] and split["devices"] == 2 and split["ratios"]["speedup"] > 0
+    assert [row["exact"] for row in document["large"]] == [True, True]
+    assert document["submit_during_wait"]["gpuops synchronize"]["submit_ns"] > 0
