@@ -1,10 +1,9 @@
-"""Devices, compiled operators and dispatch: the one place where gpuops talks to wgpu."""
+"""Devices, compiled operators, dispatch, and the waits for the GPU."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 import time
 from collections import OrderedDict, deque
@@ -56,12 +55,6 @@ _DAWN_SHORTEST_PAUSE = 1e-5
 # Where Dawn waits for a future itself: the longest it blocks under the device's lock, and the pause between.
 _DAWN_LOCKED_WAIT = 1e-3
 _DAWN_UNLOCKED_PAUSE = 1e-5
-
-
-# While a wait spins, the processor and the GIL go to any other thread that is ready, between polls: another thread's
-# poll may have taken this wait's callback, which then waits for the GIL to run (the GIL's switch interval, 5 ms, is
-# what a spinning thread would otherwise make it wait).
-_yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
 def native_wait_pause(waited: float) -> float:
@@ -309,8 +302,6 @@ class Device:
                 elif access.polls:
                     access.look(pending)
                     pause = native_wait_pause(time.monotonic() - start)
-                    if not pause:
-                        _yield()  # a thread whose poll took this wait's callback may need the GIL to run it
                 else:  # wgpu-py's poll thread sets the event, which ends a pause at once
                     pause = _WAIT_STEP
                 looks += 1
