@@ -24,7 +24,7 @@ split        one modulus_floor of --split-size float32 on one device against the
 large        host calls of --large sizes (sign and modulus_floor of float32): median time and GB/s of host data;
              --compare adds NumPy on the CPU and PyTorch / CuPy end to end where they import and find a GPU
 submit/wait  while one thread waits for a long GPU job (~--long-job-ms), another thread's 4-byte copy: how long its
-             submit takes, with the wait a blocking poll, non-blocking polls, or gpuops' synchronize
+             submit takes, with the wait a blocking poll, non-blocking polls, or gpuops' synchronize (wgpu-native)
 Every gpuops result is checked against NumPy once. --quick runs small sizes (the software adapter); a gpuops without
 gpuops.adapters() (an older checkout, for the figures before) runs everything but the split over several adapters.
 """
@@ -613,7 +613,7 @@ def main(argv: list[str] | None = None) -> dict:
         document["split"] = measure_split(device, split_size, args.devices, 7 if quick else 9)
     if "large" not in args.skip:
         document["large"] = measure_large(device, large, args.large_iterations, args.compare)
-    if "wait" not in args.skip:
+    if "wait" not in args.skip and device.backend == "wgpu-native":  # (Dawn's objects are for one thread at a time)
         document["submit_during_wait"] = measure_submit_during_wait(device, args.long_job_ms)
     report(document)
     if args.json:
