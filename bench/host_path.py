@@ -10,7 +10,8 @@ on Dawn through the public calls), interleaved with gpuops' rows, one call of ea
   map+block     write 4 KiB, a copy kernel, a copy into a MAP_READ buffer, its map with a callback of this script's
                 own run inside this thread's blocking poll, the read (wgpu-py's poll thread is never woken)
   map+spin      the same, waited for by non-blocking polls on this thread                 (wgpu-native)
-  map+thread    the same through wgpu-py's map_async + sync_wait (wgpu-native: its poll thread runs the callback)
+  map+thread    the same through wgpu-py's map_async + sync_wait (wgpu-native: its poll thread runs the callback),
+                measured apart, beside map+block again (its poll thread slows the row after it)
   synchronize   gpuops Device.synchronize() on an idle queue       (goal: <= 1.2 x submit+block)
   sign 1024     gpuops.sign of 1024 float32, host arrays both ways  (goal: <= 1.3 x map+block and <= 150 us)
 chain        modulus_floor then sign on --chain-size float32 device arrays with one synchronize, against the two
@@ -220,21 +221,33 @@ class Floors:
 
     def _map_public(self) -> None:
         self._record()
-        self.staging.map_async(self.device.wgpu.MapMode.READ).sync_wait()
+        # wgpu-native: without wgpu-py's flush (an empty submit before a READ mapping), as its queue.read_buffer maps
+        mode = "READ_NOSYNC" if self.native is not None else self.device.wgpu.MapMode.READ
+        self.staging.map_async(mode).sync_wait()
         np.copyto(self.result, np.frombuffer(self.staging.read_mapped(copy=False), np.float32))
         self.staging.unmap()
 
 
 def measure_floors(device: gpuops.Device, rounds: int, warmup: int) -> dict:
+    """The floors and gpuops' rows in turn; wgpu-py's poll-thread map apart, beside the map floor again: its poll
+    thread, still finishing its loop when the next row starts, competes with that row for the GIL."""
     floors = Floors(device)
     x = np.linspace(-3, 3, 1024, dtype=np.float32)
     case = {"exact": exact(gpuops.sign(x, device=device), np.sign(x))}
-    runs = {**floors.runs(), "synchronize": device.synchronize, "sign 1024": lambda: gpuops.sign(x, device=device)}
+    runs = floors.runs()
+    thread = {"map+thread": runs.pop("map+thread")}
+    runs.update({"synchronize": device.synchronize, "sign 1024": lambda: gpuops.sign(x, device=device)})
     case.update(interleaved(runs, rounds, warmup))
+    beside = "map+block" if "map+block" in runs else "sign 1024"
+    apart = interleaved({f"{beside} (beside map+thread)": runs[beside], **thread}, rounds, warmup)
+    case.update(apart)
     idle = case.get("submit+block", case.get("submit+done"))["median_ns"]
-    mapped = case.get("map+block", case["map+thread"])["median_ns"]
+    if "map+block" in case:
+        sign, mapped = case["sign 1024"]["median_ns"], case["map+block"]["median_ns"]
+    else:  # Dawn: against the public map, taken in the same rounds
+        sign, mapped = case["sign 1024 (beside map+thread)"]["median_ns"], case["map+thread"]["median_ns"]
     case["ratios"] = {"synchronize / idle floor": case["synchronize"]["median_ns"] / idle,
-                      "sign 1024 / map floor": case["sign 1024"]["median_ns"] / mapped}
+                      "sign 1024 / map floor": sign / mapped}
     return case
 
 
