@@ -360,7 +360,7 @@ def split_devices(device: gpuops.Device, wanted: int | None) -> tuple[list[gpuop
     """One Device per adapter of the default device's name and backend (identical GPUs), or `wanted` Devices on the
     default adapter where there is one such adapter or gpuops cannot pick adapters by index."""
     listing = getattr(gpuops, "adapters", None)
-    if listing is not None:
+    if callable(listing):  # (in an older gpuops, gpuops.adapters is a module)
         info = device.adapter.info
         twins = [a for a in listing(device.backend) if a.name == info["device"] and a.backend == info["backend_type"]]
         if len(twins) > 1 and (wanted is None or wanted <= len(twins)):
@@ -605,7 +605,7 @@ def main(argv: list[str] | None = None) -> dict:
     cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # NVIDIA: the same power state
     device = gpuops.default_device()
     document = {"schema": SCHEMA, "adapter": device.adapter_name, "backend": device.backend,
-                "gpuops": getattr(gpuops, "__version__", "?"), "wgpu": wgpu.__version__,
+                "gpuops": getattr(gpuops, "__version__", "?"), "gpuops_path": gpuops.__file__, "wgpu": wgpu.__version__,
                 "host": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
                 "cuda_context": cuda_context is not None, "quick": quick}
     floors = measure_floors(device, args.rounds, args.warmup) if "floors" not in args.skip else None
