@@ -98,8 +98,9 @@ fn f32_rem_fast(ua: u32, ub: u32, d: u32) -> u32 {
 fn f32_remainder_any(a: u32, b: u32, floored: bool) -> u32 {
     let ua = a & F32_ABS;
     let ub = b & F32_ABS;
-    // NaN operand, a = ±inf or b = ±0: invalid, NaN.
+    // NaN operand, a = ±inf or b = ±0: invalid, NaN; noted where no operand is NaN (lib/error_flags.wgsl).
     if (ua >= F32_INF || ub > F32_INF || ub == 0u) {
+        note_errors(select(0u, 1u, ua <= F32_INF && ub <= F32_INF));
         return F32_QNAN;
     }
     let sign = select(a, b, floored) & F32_SIGN;
