@@ -38,17 +38,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import fperrors
 from .arrays import DeviceArray, empty_in_order, host_bytes
 from .device import CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
-from .errors import DeviceError, ValidationError
+from .errors import CastingError, DeviceError, ValidationError, shown
 from .hostcopy import copy_array
 from .layout import coalesce
 from .numpy_types import Loop, convert, refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
 from .pool import STORAGE, pool_of, read_back, upload
+from .support import support_row
 from .tensor import TensorDesc, packed_strides
 
+FLAG_BYTES = 4  # the kernels' error flag word (plan.KernelKey.error_flags)
 MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a compiled operator and tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
 _BOOL = np.dtype(np.bool_)
@@ -79,31 +82,45 @@ _MODULUS_FLOOR = _Function(spec_by_name("ELEMENT_WISE_MODULUS_FLOOR"), ("a", "b"
 _MODULUS_TRUNCATE = _Function(spec_by_name("ELEMENT_WISE_MODULUS_TRUNCATE"), ("a", "b"))
 
 
-def sign(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
-    """-1, 0 or 1 in x's dtype (NaN and -0 give +0), with np.sign's types."""
-    return _run(_SIGN, (x,), (), out, device, feature_level)
+# Every function takes the ufunc keywords out, where, casting, order, dtype, subok and signature as NumPy's ufunc
+# does (docs/semantics.md, "The NumPy-level functions"), and device= and feature_level=.
 
 
-def is_nan(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
-    """bool: True where x is NaN (np.isnan); out= may be a bool or a uint8 array."""
-    return _run(_IS_NAN, (x,), (), out, device, feature_level)
+def sign(x, *, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True, signature=None,
+         device: Device | None = None, feature_level=None) -> Result:
+    """-1, 0 or 1 in x's dtype (NaN and -0 give +0), with np.sign's types and keywords."""
+    return _run(_SIGN, (x,), (), out, device, feature_level,
+                _options(_SIGN, where, casting, order, dtype, subok, signature))
 
 
-def is_infinity(x, mode: IsInfinityMode | str | int = "either", *, out=None, device: Device | None = None,
+def is_nan(x, *, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True, signature=None,
+           device: Device | None = None, feature_level=None) -> Result:
+    """bool: True where x is NaN, with np.isnan's types and keywords."""
+    return _run(_IS_NAN, (x,), (), out, device, feature_level,
+                _options(_IS_NAN, where, casting, order, dtype, subok, signature))
+
+
+def is_infinity(x, mode: IsInfinityMode | str | int = "either", *, out=None, where=True, casting="same_kind",
+                order="K", dtype=None, subok=True, signature=None, device: Device | None = None,
                 feature_level=None) -> Result:
     """bool: True where x is an infinity of the sign `mode` selects ("either": np.isinf, "positive": np.isposinf,
-    "negative": np.isneginf); out= may be a bool or a uint8 array."""
-    return _run(_IS_INFINITY, (x,), (("infinity_mode", _infinity_mode(mode)),), out, device, feature_level)
+    "negative": np.isneginf), with np.isinf's types and keywords."""
+    return _run(_IS_INFINITY, (x,), (("infinity_mode", _infinity_mode(mode)),), out, device, feature_level,
+                _options(_IS_INFINITY, where, casting, order, dtype, subok, signature))
 
 
-def modulus_floor(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
-    """Python's modulus: np.remainder bit for bit, with its types."""
-    return _run(_MODULUS_FLOOR, (a, b), (), out, device, feature_level)
+def modulus_floor(a, b, *, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
+                  signature=None, device: Device | None = None, feature_level=None) -> Result:
+    """Python's modulus: np.remainder bit for bit, with its types, keywords and floating-point errors."""
+    return _run(_MODULUS_FLOOR, (a, b), (), out, device, feature_level,
+                _options(_MODULUS_FLOOR, where, casting, order, dtype, subok, signature))
 
 
-def modulus_truncate(a, b, *, out=None, device: Device | None = None, feature_level=None) -> Result:
-    """C's remainder: np.fmod bit for bit, with its types."""
-    return _run(_MODULUS_TRUNCATE, (a, b), (), out, device, feature_level)
+def modulus_truncate(a, b, *, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True,
+                     signature=None, device: Device | None = None, feature_level=None) -> Result:
+    """C's remainder: np.fmod bit for bit, with its types, keywords and floating-point errors."""
+    return _run(_MODULUS_TRUNCATE, (a, b), (), out, device, feature_level,
+                _options(_MODULUS_TRUNCATE, where, casting, order, dtype, subok, signature))
 
 
 def gathers(array: np.ndarray) -> bool:
@@ -114,6 +131,57 @@ def gathers(array: np.ndarray) -> bool:
         return False
     span = sum((n - 1) * abs(s) for n, s in zip(array.shape, array.strides)) + array.itemsize
     return span > 2 * array.size * array.itemsize + GATHER_SLACK_BYTES
+
+
+@dataclass(frozen=True)
+class _Options:
+    """A call's ufunc keywords that decide its _Call (part of its key): NumPy's casting rule, the new result's
+    memory order ('K', 'C', 'F' or 'A'), the signature given (dtype= as NumPy reads it: the outputs' DType), and
+    how the caller wrote it, for messages."""
+
+    casting: str = "same_kind"
+    order: str = "K"
+    signature: object = None
+    given: str = ""
+
+
+_DEFAULT_OPTIONS = _Options()
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _options(function: _Function, where, casting, order, dtype, subok, signature) -> _Options:
+    """The ufunc keywords checked: `where` True (every element: gpuops computes each one) and `subok` a bool (gpuops
+    refuses array subclasses, so both give a plain ndarray, as NumPy gives for plain arrays); the others as _Options.
+    NumPy's signature and dtype are checked with the loop (numpy_types.resolve)."""
+    if where is not True:
+        raise ValidationError(f"{function.where}: where={_shown(where)}; gpuops computes every element: only "
+                              "where=True (the default) is taken")
+    if subok is not True and subok is not False:
+        raise ValidationError(f"{function.where}: subok={_shown(subok)}; allowed: True or False (a bool, as NumPy "
+                              "asks)")
+    if casting == "same_kind" and order == "K" and dtype is None and signature is None:
+        return _DEFAULT_OPTIONS
+    if type(casting) is not str or casting not in _CASTINGS:
+        raise ValidationError(f"{function.where}: casting={_shown(casting)}; allowed: "
+                              f"{', '.join(map(repr, _CASTINGS))}")
+    if order is None:
+        order = "K"
+    if type(order) is not str or order.upper() not in ("K", "C", "F", "A"):
+        raise ValidationError(f"{function.where}: order={_shown(order)}; allowed: 'K', 'C', 'F', 'A' or None")
+    if dtype is not None and signature is not None:
+        raise ValidationError(f"{function.where}: dtype={_shown(dtype)} and signature={_shown(signature)}; give "
+                              "one of them (NumPy refuses both)")
+    given = ""
+    if dtype is not None:
+        signature, given = (None,) * len(function.names) + (dtype,), f"dtype={_shown(dtype)}"
+    elif signature is not None:
+        given = f"signature={_shown(signature)}"
+    return _Options(casting, order.upper(), signature, given)
+
+
+def _shown(value) -> str:
+    """A keyword's value as the caller wrote it, on one line and cut short."""
+    return " ".join(shown(value).split())
 
 
 _MODES = "'either', 'positive', 'negative' (or gpuops.IsInfinityMode, 0, 1, 2)"
@@ -147,20 +215,29 @@ _DEVICE = "device"  # a device array of the computation's dtype: bound where it 
 
 @dataclass(frozen=True)
 class _Call:
-    """What one combination of operand types and layouts decides, kept per device (BufferPool.calls) for the
-    next call with the same combination: NumPy's loop, the broadcast shape, how each operand reaches the GPU,
-    whether the result stays on the device, and the kernel plan (None where the result is empty). The key
-    (_call_key) holds everything these depend on; what a call's values decide (whether a Python int fits) is
-    checked on every call."""
+    """What one combination of operand types and layouts (and out's, and the keywords) decides, kept per device
+    (BufferPool.calls) for the next call with the same combination: NumPy's loop, the result's shape (out's, where
+    given), how each operand reaches the GPU, whether the result stays on the device, whether out takes it through
+    a conversion on the host, whether the kernel reports floating-point errors, and the kernel plan (None where the
+    result is empty). The key (_call_key) holds everything these depend on; what a call's values decide (whether a
+    Python int fits) is checked on every call."""
 
     loop: Loop
     shape: tuple[int, ...]
     kinds: tuple[str, ...]
     to_device: bool
+    converts_out: bool  # a host out of a dtype whose bytes are not the kernel's: the result is cast into it
+    reports: bool  # the kernel sets NumPy's error flags (plan.KernelKey.error_flags): a host result's
     plan: _CallPlan | None
 
 
-def _run(function: _Function, values: tuple, extra: tuple, out, device: Device | None, feature_level) -> Result:
+def _run(function: _Function, values: tuple, extra: tuple, out, device: Device | None, feature_level,
+         options: _Options) -> Result:
+    if type(out) is tuple:  # NumPy's form for every ufunc: one entry per output
+        if len(out) != 1:
+            raise ValidationError(f"{function.where}: out is a tuple of {len(out)}; The 'out' tuple must have "
+                                  "exactly one entry per ufunc output (one)")
+        out = out[0]
     if device is not None and not isinstance(device, Device):
         raise TypeError(f"{function.where}: device {device!r} is a {type(device).__name__}, not a gpuops.Device; "
                         "pass a gpuops.Device, or None for the default device")
@@ -169,17 +246,18 @@ def _run(function: _Function, values: tuple, extra: tuple, out, device: Device |
     elif device is None:
         device = default_device()
     calls = device.pool.calls
-    key = _call_key(function, extra, device.feature_level if feature_level is None else feature_level, values, out)
+    key = _call_key(function, extra, device.feature_level if feature_level is None else feature_level, values, out,
+                    options)
     with device._lock:
         try:
             call = calls.get(key) if key is not None else None
-        except TypeError:  # an unhashable feature_level: _prepare says what is wrong with it
+        except TypeError:  # an unhashable feature_level or signature: _prepare says what is wrong with it
             call = key = None
         if call is not None:
             calls.move_to_end(key)
     copies: dict[int, np.ndarray] = {}
     if call is None:
-        call, arrays, copies = _prepare(function, device, values, dict(extra), out, feature_level)
+        call, arrays, copies = _prepare(function, device, values, dict(extra), out, feature_level, options)
         if key is not None and not copies:  # inputs copied to run have no plan worth keeping (see _make_plan)
             with device._lock:
                 calls[key] = call
@@ -199,11 +277,12 @@ def _run(function: _Function, values: tuple, extra: tuple, out, device: Device |
     return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
 
 
-def _call_key(function: _Function, extra: tuple, feature_level, values: tuple, out) -> tuple | None:
+def _call_key(function: _Function, extra: tuple, feature_level, values: tuple, out, options: _Options
+              ) -> tuple | None:
     """The key of a call's _Call: everything _prepare decides from (the operands' types and layouts, out's, the
-    level as given or the device's), not the data. None where an operand has no such summary (a list, a
-    subclass): such calls are prepared each time."""
-    key = [function, extra, type(feature_level), feature_level]
+    level as given or the device's, the keywords), not the data. None where an operand has no such summary (a
+    list, a subclass): such calls are prepared each time."""
+    key = [function, extra, type(feature_level), feature_level, options]
     for value in (out, *values):
         kind = type(value)
         if kind is np.ndarray:
@@ -219,14 +298,17 @@ def _call_key(function: _Function, extra: tuple, feature_level, values: tuple, o
     return tuple(key)
 
 
-def _prepare(function: _Function, device: Device, values: tuple, extra: dict, out, feature_level
-             ) -> tuple[_Call, list, dict[int, np.ndarray]]:
+def _prepare(function: _Function, device: Device, values: tuple, extra: dict, out, feature_level,
+             options: _Options) -> tuple[_Call, list, dict[int, np.ndarray]]:
     """A call's _Call from its arguments, every rule checked; also the operands as they run and the inputs copied
     to run (by position: see _make_plan)."""
     spec, names, where = function.spec, function.names, function.where
     level = _feature_level(where, feature_level, device)
     stand_ins = tuple(_type_stand_in(where, n, v) for n, v in zip(names, values))
-    loop, seen = resolve(where, spec, level, names, stand_ins)
+    loop, seen = resolve(where, spec, level, names, stand_ins, options.signature, options.casting, options.given)
+    written = None  # the DataType the kernel writes where out's bytes take it as it is
+    if out is not None:
+        written = _check_out(function, level, out, loop, options.casting)
     kinds: list[str] = []
     arrays: list[np.ndarray | DeviceArray] = []
     for index, (name, value) in enumerate(zip(names, values)):
@@ -242,17 +324,18 @@ def _prepare(function: _Function, device: Device, values: tuple, extra: dict, ou
         kinds.append(_GATHER if gathers(array) else _KEEP if array is value else _CONVERT)
         arrays.append(array)
     shape = _broadcast_shape(where, names, arrays)
-    predicate = loop.result == _BOOL
     if out is not None:
-        _check_out(where, out, shape, loop.result, predicate)
+        shape = _out_shape(where, out, shape)
     to_device = type(out) is DeviceArray or (out is None and _DEVICE in kinds)
+    reports = spec.error_flags and not to_device  # device results report no errors (docs/semantics.md)
     plan, copies = None, {}
     if math.prod(shape) != 0:
         arrays = _gathered(arrays, kinds)
-        output_type = DataType.UINT8 if predicate else loop.data_type
+        output_type = written or (DataType.UINT8 if loop.result == _BOOL else loop.data_type)
         plan, copies = _make_plan(spec, device, level, arrays, shape, loop.data_type, output_type, extra, out,
-                                  to_device)
-    return _Call(loop, shape, tuple(kinds), to_device, plan), arrays, copies
+                                  to_device, options.order)
+    converts_out = out is not None and written is None
+    return _Call(loop, shape, tuple(kinds), to_device, converts_out, reports, plan), arrays, copies
 
 
 def _operands(function: _Function, call: _Call, values: tuple) -> list:
@@ -319,20 +402,64 @@ def _empty_device_array(device: Device, shape: tuple[int, ...], dtype: np.dtype)
     return DeviceArray._wrap(device, buffer, dtype, shape, packed_strides(shape), 0, True)
 
 
-def _check_out(where: str, out, shape: tuple[int, ...], dtype: np.dtype, predicate: bool) -> None:
+def _check_out(function: _Function, level: FeatureLevel, out, loop: Loop, casting: str) -> DataType | None:
+    """out's type and dtype checked: NumPy's casting rule from the result's dtype to out's (CastingError, NumPy's
+    words), and a device out only where the GPU writes its dtype exactly. Returns the DataType the kernel writes
+    where out's bytes take the kernel's output as it is (written_type), None where the result is converted into
+    out on the host."""
+    where = function.where
     on_device = type(out) is DeviceArray
     if not on_device:
         if not isinstance(out, np.ndarray):
             raise ValidationError(f"{where}: out is {type(out).__name__}, not a numpy.ndarray or a "
-                                  "gpuops.DeviceArray")
+                                  "gpuops.DeviceArray (or a tuple of one)")
         refuse_subclass(where, "out", out)
-    allowed = (dtype, np.dtype(np.uint8)) if predicate else (dtype,)
-    if out.dtype not in allowed or out.shape != shape:
-        wanted = " or ".join(str(d) for d in allowed)
-        raise ValidationError(f"{where}: out has dtype {out.dtype} and shape {out.shape}; "
-                              f"the result has dtype {wanted} and shape {shape}")
-    if not on_device and not out.flags.writeable:
-        raise ValidationError(f"{where}: out is read-only")
+        if not out.flags.writeable:
+            raise ValidationError(f"{where}: out is read-only")
+    ufunc = function.spec.numpy_ufunc
+    if not np.can_cast(loop.result, out.dtype, casting):
+        raise CastingError(f"{where}: Cannot cast ufunc {ufunc.__name__!r} output from {loop.result!r} to "
+                           f"{out.dtype!r} with casting rule {casting!r}", ufunc, casting, loop.result, out.dtype)
+    written = written_type(function.spec, level, loop, out.dtype)
+    if not on_device and written is DataType.UINT32:
+        written = None  # a host out: a byte a result to read back, converted on the host, moves a quarter as much
+    if on_device and written is None:
+        raise ValidationError(f"{where}: out is a device array of {out.dtype} and the result is {loop.result}; the "
+                              f"GPU does not write {out.dtype} exactly, and gpuops converts only on the host: pass "
+                              f"out of dtype {loop.result} (or a host array)")
+    return written
+
+
+def written_type(spec: OperatorSpec, level: FeatureLevel, loop: Loop, dtype: np.dtype) -> DataType | None:
+    """The DataType the kernel writes so that memory of `dtype` holds NumPy's results as they are: the result's own
+    type, or an integer type of the same size (the same bits: NumPy converts integers of one size by their bits);
+    for a predicate (bool results, 0 or 1) any integer or bool dtype of the size of an output type the operator
+    has at `level` (UINT8, or IS_NAN's UINT32 from 3_0). None where only a conversion gives them."""
+    if not dtype.isnative:
+        return None
+    if loop.result == _BOOL:
+        if dtype.kind not in "biu":
+            return None
+        row = support_row(spec.name, level)
+        outputs = row.types[spec.output] if row else frozenset()
+        return next((t for t in (DataType.UINT8, DataType.UINT32) if t.size == dtype.itemsize and t in outputs),
+                    None)
+    if dtype == loop.result or (dtype.kind in "iu" and loop.result.kind in "iu"
+                                and dtype.itemsize == loop.result.itemsize):
+        return loop.data_type
+    return None
+
+
+def _out_shape(where: str, out, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """out's shape, where the inputs' broadcast `shape` broadcasts to it (NumPy broadcasts the inputs to out)."""
+    try:
+        fits = np.broadcast_shapes(shape, out.shape) == out.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValidationError(f"{where}: non-broadcastable output operand with shape {out.shape} doesn't match the "
+                              f"broadcast shape {shape}")
+    return out.shape
 
 
 def _positive_strides(views: list[np.ndarray], allow_flips: bool = True
@@ -357,6 +484,13 @@ def _positive_strides(views: list[np.ndarray], allow_flips: bool = True
             copied.append(index)
         fixed.append(v)
     return fixed, tuple(flips), tuple(copied)
+
+
+def _ordered_strides(shape: tuple[int, ...], fortran: bool) -> tuple[int, ...]:
+    """Packed element strides in C order, or Fortran order (the first dimension fastest)."""
+    if not fortran:
+        return packed_strides(shape)
+    return packed_strides(shape[::-1])[::-1]
 
 
 def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -400,29 +534,35 @@ class _CallPlan:
     whole: tuple[bool, ...]  # per input: its upload is the array itself (all its bytes, in C order)
     out_size: int
     out_packed: bool  # the output is in C order (its read-back needs no strided view)
+    order: str  # a new host result's memory order: 'K' (the output buffer's), 'C' or 'F'
+
     work_shape: tuple[int, ...]  # the output's shape, (1,) for a 0-d one
     out_dtype: np.dtype  # the output buffer's elements (uint8 for a predicate)
     out_byte_strides: tuple[int, ...]
 
 
 def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: list, shape: tuple[int, ...],
-               data_type: DataType, output_type: DataType, extra: dict, out, to_device: bool
+               data_type: DataType, output_type: DataType, extra: dict, out, to_device: bool, order: str
                ) -> tuple[_CallPlan, dict[int, np.ndarray]]:
     """The call's plan, and the inputs that had to be copied to run (by position): a plan with copies is not
-    kept, as the copies are made again each call."""
+    kept, as the copies are made again each call. `order`: NumPy's order= for a new result ('K', 'C', 'F', 'A')."""
     where = f"gpuops.{spec.numpy_name}"
     work_shape = shape or (1,)
     on_device = [type(a) is DeviceArray for a in arrays]
-    views = [np.broadcast_to(_layout_stand_in(a) if device_array else a, shape) for a, device_array in
-             zip(arrays, on_device)]
+    originals = [_layout_stand_in(a) if device_array else a for a, device_array in zip(arrays, on_device)]
+    if order == "A":  # NumPy's: Fortran order where every input is F-contiguous (a 1-D or 0-d one is), else C
+        order = "F" if all(a.flags.f_contiguous for a in originals) else "C"
+    views = [np.broadcast_to(a, shape) for a in originals]
     views = [v.reshape(work_shape) if shape == () else v for v in views]
     # Device arrays and device results have strides >= 0 in their axes' own direction: host inputs that step
     # backwards are then copied rather than run reversed.
     views, flips, copied = _positive_strides(views, allow_flips=not (to_device or any(on_device)))
     if type(out) is DeviceArray:
         out_strides = out.strides if shape else (1,)
-    else:
+    elif order == "K":
         out_strides = _output_strides(views, work_shape)
+    else:  # the order asked for, in the work's own direction (a flipped axis is flipped back on the host)
+        out_strides = _ordered_strides(work_shape, fortran=order == "F")
     iteration = coalesce(work_shape, [tuple(s // v.itemsize for s in v.strides) for v in views] + [out_strides])
     sizes, strides = iteration.sizes, iteration.strides
     if iteration.rank > 8:
@@ -453,7 +593,7 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     whole = tuple(start == 0 and index not in copied and span == array.nbytes and array.flags.c_contiguous
                   for index, (array, start, span) in enumerate(zip(arrays, starts, spans)))
     plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), whole, out_size,
-                     tuple(out_strides) == packed_strides(work_shape), work_shape, output_type.numpy_dtype,
+                     tuple(out_strides) == packed_strides(work_shape), order, work_shape, output_type.numpy_dtype,
                      tuple(s * output_type.size for s in out_strides))
     return plan, {index: views[index] for index in copied}
 
@@ -464,7 +604,9 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
     `out`. `copies`: the inputs copied to run, by position (see _make_plan).
 
     One submission: the host inputs' bytes written into pooled buffers (queue.write_buffer), the kernels, and for a
-    host result the copy into a pooled staging buffer, which is then mapped and copied once into the result."""
+    host result the copy into a pooled staging buffer, which is then mapped and copied once into the result (or
+    converted into out). A host result's floating-point errors, the kernel's flag word (read back with it) and the
+    conversion's, are then reported as NumPy's ufunc reports them (fperrors)."""
     pool = device.pool
     plan, shape, to_device = call.plan, call.shape, call.to_device
     compiled = plan.compiled
@@ -491,8 +633,14 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
                 else:
                     temporaries.append(buffer)
                 regions.append((buffer, 0, plan.out_size))
+            flags = None  # the kernel's error flag word (plan.KernelKey.error_flags), cleared before it runs
+            if call.reports:
+                with device.explained(spec.name, "allocating buffers"):
+                    flags = pool.acquire(device, STORAGE, FLAG_BYTES)
+                temporaries.append(flags)
+                encoder.clear_buffer(flags, 0, FLAG_BYTES)
             try:
-                table = pool.table(compiled, tuple(regions), cached)
+                table = pool.table(compiled, tuple(regions), cached, flags)
             except ValidationError as exc:  # device arrays bound as the operator refuses (out overlapping an input)
                 raise ValidationError(f"gpuops.{spec.numpy_name}: {exc}") from None
             device.check_uses(uses)
@@ -501,7 +649,8 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
             if to_device:
                 device.submit(encoder, spec.name, uses)
                 return result
-        target = _host_target(out, shape, plan)
+        target = _host_target(out, shape, plan, call.converts_out)
+        raised: list[int] = []  # NumPy's error flags: the kernel's, and the conversion into out's
 
         def fill(mapped: memoryview) -> None:
             elements = np.frombuffer(mapped, plan.out_dtype, math.prod(plan.work_shape))
@@ -510,14 +659,28 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
             else:
                 got = np.lib.stride_tricks.as_strided(elements, plan.work_shape, plan.out_byte_strides,
                                                       writeable=False)
-            copy_array(target, np.flip(got, plan.flips).reshape(shape) if plan.flips else got.reshape(shape))
+            got = np.flip(got, plan.flips).reshape(shape) if plan.flips else got.reshape(shape)
+            if flags is not None:
+                raised.append(int(np.frombuffer(mapped, np.uint32, 1, plan.out_size)[0]))
+            if target is not None:
+                copy_array(target, got)
+                return
+            # NumPy's own cast into out, on this thread: its errors are the ufunc's (np.remainder into a float16
+            # out reports "overflow encountered in remainder")
+            with fperrors.captured() as cast_raised:
+                np.copyto(out, got.view(np.bool_) if call.loop.result == _BOOL else got, casting="unsafe")
+            raised.extend(cast_raised)
 
         read_back(device, pool, encoder, regions[-1][0], 0, plan.out_size, fill, spec.name,
-                  temporaries, uses)
+                  temporaries, uses, tail=(flags, 0, FLAG_BYTES) if flags is not None else None)
     finally:
         if temporaries:
             with device._lock:
                 pool.release(*temporaries)
+    error_flags = 0
+    for status in raised:
+        error_flags |= status
+    fperrors.report(spec.numpy_ufunc.__name__, error_flags)
     if out is not None:
         return None
     return target.view(np.bool_) if call.loop.result == _BOOL else target
@@ -565,14 +728,16 @@ def _layout_stand_in(array: DeviceArray) -> np.ndarray:
                                            tuple(s * itemsize for s in array.strides), writeable=False)
 
 
-def _host_target(out, shape: tuple[int, ...], plan: _CallPlan) -> np.ndarray:
-    """Where the read-back lands: out (a predicate's bool out as its bytes), or a new array laid out as the output
-    buffer (packed in the inputs' memory order: the copy is then one linear pass)."""
+def _host_target(out, shape: tuple[int, ...], plan: _CallPlan, converts_out: bool) -> np.ndarray | None:
+    """Where the read-back lands: out, as the kernel's output type (its bytes take it as it is: a predicate's bool
+    out as uint8, an int8 result's uint8 out as int8); None where it is converted into out; or a new array, in the
+    order asked for or else laid out as the output buffer (packed in the inputs' memory order: the copy is then one
+    linear pass)."""
     if out is not None:
-        return out.view(np.uint8) if out.dtype == _BOOL else out
-    if plan.out_packed and not plan.flips:
+        return None if converts_out else out if out.dtype == plan.out_dtype else out.view(plan.out_dtype)
+    if plan.order != "K":
+        return np.empty(shape, plan.out_dtype, order=plan.order)
+    if plan.out_packed:
         return np.empty(shape, plan.out_dtype)
-    target = empty_in_order(plan.work_shape, plan.out_strides, plan.out_dtype)
-    if plan.flips:
-        target = np.flip(target, plan.flips)
-    return target.reshape(shape)
+    # (with strides >= 0, as NumPy's order='K' gives them for inputs that step backwards)
+    return empty_in_order(plan.work_shape, plan.out_strides, plan.out_dtype).reshape(shape)

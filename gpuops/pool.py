@@ -144,16 +144,20 @@ class BufferPool:
             self._destroy(buffer)
 
     def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
-              cached: bool) -> BindingTable:
+              cached: bool, flags=None) -> BindingTable:
         """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
         compiled.tensor_fields), remembered when `cached` (every buffer the pool's or a pooled DeviceArray's: a
-        caller's buffer is never kept alive by the pool)."""
+        caller's buffer is never kept alive by the pool). `flags`: a pooled buffer whose first word takes the
+        kernels' error flags (CompiledOperator.bind_with_error_flags)."""
+        if flags is not None:
+            regions += ((flags, 0, 4),)
         key = (compiled,) + regions
         table = self._tables.get(key) if cached else None
         if table is not None:
             self._tables.move_to_end(key)
             return table
-        table = compiled.bind({name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)})
+        bindings = {name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)}
+        table = compiled.bind(bindings) if flags is None else compiled.bind_with_error_flags(bindings, Binding(flags))
         if not cached:
             return table
         self._tables[key] = table
@@ -256,7 +260,7 @@ def start_read_mapping(device: Device, buffer, size: int):
 
 
 def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
-              what: str = "gpuops", done: list | None = None, uses=()) -> None:
+              what: str = "gpuops", done: list | None = None, uses=(), tail: tuple | None = None) -> None:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
     `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked
     first, as Device.submit does), map the staging buffer and call `fill(memoryview)` on the mapped bytes: the one
@@ -265,8 +269,11 @@ def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, si
     released when the buffer is unmapped.
 
     `done`: the call's other pooled buffers, given back to the pool together with the staging buffer once the
-    result is read, and then taken out of the list; where the read-back fails they stay in it for the caller."""
+    result is read, and then taken out of the list; where the read-back fails they stay in it for the caller.
+    `tail`: (buffer, offset, size) of a few more bytes copied into the staging buffer after the first `size`
+    (rounded up to 4), which `fill` sees after them (the NumPy-level functions' error flags)."""
     size = -(-size // 4) * 4
+    extra = tail[2] if tail is not None else 0
     staging = mapped = None
     try:
         # One hold of the locks from the copy to the mapping (wgpu-native may submit when a mapping begins).
@@ -274,14 +281,16 @@ def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, si
             with device.explained(what, "reading a result back"):
                 if encoder is None:
                     encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
-                staging = pool.acquire(device, STAGING, size)
+                staging = pool.acquire(device, STAGING, size + extra)
                 encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+                if tail is not None:
+                    encoder.copy_buffer_to_buffer(tail[0], tail[1], staging, size, extra)
             device.submit(encoder, what, uses)
             with device.explained(what, "mapping the read-back"):
-                promise = start_read_mapping(device, staging, size)
+                promise = start_read_mapping(device, staging, size + extra)
         device.wait(promise, what, "waiting for the read-back")
         with device._lock, device.explained(what, "reading back"):
-            mapped = staging.read_mapped(0, size, copy=False)
+            mapped = staging.read_mapped(0, size + extra, copy=False)
         fill(mapped)
     except BaseException:
         if staging is not None:
