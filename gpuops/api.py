@@ -5,7 +5,12 @@ Types follow NumPy's rules (NEP 50, see numpy_types.py): the result has the dtyp
 and where NumPy would compute in a type DirectML does not support for the operator (float64, bool, complex, ...) the
 call is refused rather than computed in another type. is_nan and is_infinity return bool arrays (computed as
 DirectML's UINT8 and viewed as bool: the values are exactly 0 and 1). 0-d and all-scalar inputs give NumPy scalars,
-as ufuncs do; empty results need no GPU work.
+as ufuncs do; empty results need no GPU work. The ufunc keywords are NumPy's (docs/semantics.md): dtype= and
+signature= choose the loop and casting= the conversions allowed (numpy_types.resolve); out= takes any dtype casting=
+allows and a shape the inputs broadcast to, the result converted into it on the host where its bytes do not hold it
+as it is; order= lays out a new result. Floating-point errors are reported as the ufunc reports them (fperrors): the
+modulus kernels of a host result set a flag word (plan.KernelKey.error_flags) read back with the result, and the
+host's conversions are captured.
 
 Arrays run in their own memory layout: a non-contiguous view becomes a strided tensor (its bytes are uploaded as
 they lie, from its first element to its last) and NumPy broadcasting becomes zero strides. A sparse view, whose
@@ -235,8 +240,8 @@ def _run(function: _Function, values: tuple, extra: tuple, out, device: Device |
          options: _Options) -> Result:
     if type(out) is tuple:  # NumPy's form for every ufunc: one entry per output
         if len(out) != 1:
-            raise ValidationError(f"{function.where}: out is a tuple of {len(out)}; The 'out' tuple must have "
-                                  "exactly one entry per ufunc output (one)")
+            raise ValidationError(f"{function.where}: out is a tuple of {len(out)}; the 'out' tuple must have "
+                                  "exactly one entry per ufunc output, and these functions have one")
         out = out[0]
     if device is not None and not isinstance(device, Device):
         raise TypeError(f"{function.where}: device {device!r} is a {type(device).__name__}, not a gpuops.Device; "

@@ -3,9 +3,10 @@
 The rules are NumPy's own (NEP 50), asked of the matching ufunc with `ufunc.resolve_dtypes`: arrays, NumPy scalars
 and lists have strong types, Python int/float/complex scalars are weak (they take an array's type when it can hold
 them). A call's dtype= or signature= and casting= go to resolve_dtypes too, so that they choose the loop and refuse
-input conversions exactly as in the ufunc (a casting refusal is a CastingError, NumPy's UFuncTypeError). The operands are then converted exactly as NumPy converts them (`astype` for arrays, NumPy's own conversion
-for Python scalars, which refuses an int that does not fit). gpuops computes in that dtype when DirectML supports
-it for the operator at the feature level, and refuses otherwise: it never computes in another type than NumPy.
+input conversions exactly as in the ufunc (a casting refusal is a CastingError, NumPy's UFuncTypeError). The
+operands are then converted exactly as NumPy converts them (`astype` for arrays, NumPy's own conversion for Python
+scalars, which refuses an int that does not fit). gpuops computes in that dtype when DirectML supports it for the
+operator at the feature level, and refuses otherwise: it never computes in another type than NumPy.
 
 Booleans are refused outright: DirectML has no boolean tensors, NumPy has no sign of a bool, and NumPy's remainder
 of booleans in int8 is rarely what a caller meant.
