@@ -52,11 +52,10 @@ from .hostcopy import copy_array
 from .layout import coalesce
 from .numpy_types import Loop, convert, refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
-from .pool import STORAGE, pool_of, read_back, upload
+from .pool import FLAG_BYTES, STORAGE, pool_of, read_back, upload
 from .support import support_row
 from .tensor import TensorDesc, packed_strides
 
-FLAG_BYTES = 4  # the kernels' error flag word (plan.KernelKey.error_flags)
 MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a compiled operator and tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
 _BOOL = np.dtype(np.bool_)
@@ -638,11 +637,10 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
                 else:
                     temporaries.append(buffer)
                 regions.append((buffer, 0, plan.out_size))
-            flags = None  # the kernel's error flag word (plan.KernelKey.error_flags), cleared before it runs
+            flags = None  # the kernel's error flag word (plan.KernelKey.error_flags): cleared in this submission
             if call.reports:
                 with device.explained(spec.name, "allocating buffers"):
-                    flags = pool.acquire(device, STORAGE, FLAG_BYTES)
-                temporaries.append(flags)
+                    flags = pool.flag_word(device)
                 encoder.clear_buffer(flags, 0, FLAG_BYTES)
             try:
                 table = pool.table(compiled, tuple(regions), cached, flags)

@@ -44,7 +44,8 @@ MAX_IDLE_BYTES = 1 << 30
 MAX_IDLE_BUFFERS = 64
 MAX_TABLES = 512  # each keeps its kernels' pipelines alive: with the device's pipeline cache, the bound on them
 
-MAPPED_UPLOAD_BYTES = 8 << 20  # from this size on, uploads go through a pooled mapped buffer (see upload)
+MAPPED_UPLOAD_BYTES = 8 << 20
+FLAG_BYTES = 4  # the kernels' error flag word (plan.KernelKey.error_flags): one u32  # from this size on, uploads go through a pooled mapped buffer (see upload)
 
 STORAGE = "storage"  # STORAGE | COPY_SRC | COPY_DST: the operators' tensors
 STAGING = "staging"  # MAP_READ | COPY_DST: read-backs
@@ -82,6 +83,7 @@ class BufferPool:
         self._tables: collections.OrderedDict[tuple, BindingTable] = collections.OrderedDict()
         self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
         self.calls: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's _Call per key, LRU
+        self._flag_word = None  # see flag_word
         self.created = 0
         self.destroyed = 0
 
@@ -130,6 +132,18 @@ class BufferPool:
             self._idle_bytes -= old.size
             self._destroy(old)
 
+    def flag_word(self, device: Device):
+        """The buffer whose first FLAG_BYTES take the kernels' error flags (CompiledOperator.bind_with_error_flags):
+        one for every call on the device, made once and never given back, so that the binding tables that bind it
+        are kept. Calls share it safely as long as each submission that runs flagged kernels clears the word before
+        them and copies it out after them (read_back's tail): the queue runs submissions one after the other."""
+        if self._flag_word is None:
+            usage = device.wgpu.BufferUsage
+            self._flag_word = device.wgpu_device.create_buffer(
+                label="gpuops error flags", size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+            self.created += 1
+        return self._flag_word
+
     def give_back(self, buffer) -> None:
         """Queue a buffer for release, from any thread and without the lock (DeviceArray finalizers)."""
         self._returned.append(buffer)
@@ -150,7 +164,7 @@ class BufferPool:
         caller's buffer is never kept alive by the pool). `flags`: a pooled buffer whose first word takes the
         kernels' error flags (CompiledOperator.bind_with_error_flags)."""
         if flags is not None:
-            regions += ((flags, 0, 4),)
+            regions += ((flags, 0, FLAG_BYTES),)
         key = (compiled,) + regions
         table = self._tables.get(key) if cached else None
         if table is not None:

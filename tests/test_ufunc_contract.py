@@ -362,6 +362,32 @@ def test_a_quiet_call_reports_nothing_in_any_mode(device):
         gpuops.modulus_truncate(np.float32([np.nan, 1, -0.0]), np.float32([0, np.inf, 3]), device=device)
 
 
+def test_calls_on_threads_report_their_own_errors_only(device):
+    """Every call's kernels share the device's flag word (BufferPool.flag_word): each submission clears it before
+    them and copies it out after them, so calls on other threads never see each other's errors."""
+    import threading
+    failures = []
+
+    def calls(divisor: int, expect_error: bool) -> None:
+        a, b = np.arange(-300, 300, dtype=np.int16), np.full(600, divisor, np.int16)
+        for _ in range(40):
+            with np.errstate(all="raise"):
+                try:
+                    gpuops.modulus_floor(a, b, device=device)
+                    raised = False
+                except FloatingPointError:
+                    raised = True
+            if raised != expect_error:
+                failures.append((divisor, raised))
+
+    threads = [threading.Thread(target=calls, args=(d, d == 0)) for d in (0, 7, 0, 5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
 def test_warnings_name_the_callers_line_through_any_depth(device):
     def nested():
         return gpuops.modulus_floor(np.int16([1]), np.int16([0]), device=device)
