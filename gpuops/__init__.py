@@ -7,7 +7,7 @@ from .arrays import DeviceArray, asarray
 from .device import Batch, Binding, BindingTable, CompiledOperator, Device
 from .plan import DispatchPolicy
 from .enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
-from .errors import DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError
+from .errors import CastingError, DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError
 from .operators import IsInfinityDesc, IsNanDesc, ModulusFloorDesc, ModulusTruncateDesc, SignDesc
 from .tensor import TensorDesc
 from .validation import validate
@@ -16,7 +16,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adapter", "adapters",
-    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceArray",
+    "Batch", "Binding", "BindingTable", "CastingError", "CompiledOperator", "backends", "DataType", "Device",
+    "DeviceArray",
     "DeviceError", "asarray",
     "DispatchPolicy",
     "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",

@@ -367,6 +367,9 @@ class Device:
         for binding, _, access, _ in shaders.bindings(key):
             kind = api.BufferBindingType.read_only_storage if access == READ else api.BufferBindingType.storage
             entries.append({"binding": binding, "visibility": api.ShaderStage.COMPUTE, "buffer": {"type": kind}})
+        if key.error_flags:
+            entries.append({"binding": shaders.error_flags_binding(key), "visibility": api.ShaderStage.COMPUTE,
+                            "buffer": {"type": api.BufferBindingType.storage}})
         layout = device.create_bind_group_layout(entries=entries)
         pipeline = device.create_compute_pipeline(
             label=key.shader, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
@@ -477,6 +480,16 @@ class CompiledOperator:
             return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
                                                                   element_offsets=element_offsets))
 
+    def bind_with_error_flags(self, bindings: Mapping[str, Binding], flags: Binding, *,
+                              element_offsets: bool = False) -> BindingTable:
+        """bind(), with kernels that also OR NumPy's floating-point error flag into the u32 word at `flags` (4 bytes
+        at a multiple of the adapter's storage offset alignment; plan.KernelKey.error_flags), for an operator whose
+        row has error_flags. For the NumPy-level functions, which clear the word and read it back with the result:
+        not part of DirectML's API."""
+        with self.device._lock:
+            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
+                                                                  element_offsets=element_offsets, flags=flags))
+
     def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
         """Run once on the device's queue."""
         self._execute(bindings, cache=True)
@@ -540,10 +553,11 @@ class CompiledOperator:
             return self._plan_locked(bindings)
 
     def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool = True,
-                     element_offsets: bool = False) -> tuple[_Dispatch, ...]:
+                     element_offsets: bool = False, flags: Binding | None = None) -> tuple[_Dispatch, ...]:
         """_plan for a caller that holds the device's lock (a batch records under it: one acquisition per
         operation). `cache` False makes the dispatches without looking them up or keeping them; `element_offsets`
-        as bind's, never cached (the plan cache's keys stand for bindings that DirectML's rules accepted)."""
+        as bind's, never cached (the plan cache's keys stand for bindings that DirectML's rules accepted); `flags`:
+        the error flags' word (bind_with_error_flags), never with the cache."""
         if type(bindings) is BindingTable:
             if bindings.compiled is not self:
                 raise ValidationError(f"{self.spec.name}: this binding table was made by another compiled operator "
@@ -561,7 +575,7 @@ class CompiledOperator:
         # Watched before any bind group refers to them: a destroy from now on is seen before the next submit.
         watches = [watch_buffer(bindings[name].buffer, self.device._watch) for name in self.tensor_fields]
         with self.device.explained(self.spec.name, "preparing the dispatch"):
-            plan = self._make_plan(bindings)
+            plan = self._make_plan(bindings, flags)
         if cache and None not in watches:
             key = self._plan_key(bindings)
             if key is not None:
@@ -603,17 +617,19 @@ class CompiledOperator:
         return tuple(shaders.Kernel(plan.key, plan.grid_size, shader_source(plan.key))
                      for plan in self.dispatch_plans(bindings))
 
-    def _dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
+    def _dispatch_plans(self, bindings: Mapping[str, Binding], error_flags: bool = False
+                        ) -> tuple[DispatchPlan, ...]:
         ordered = [bindings[name] for name in self.tensor_fields]
         regions = tuple(BoundRegion(id(b.buffer), b.buffer.size, b.offset) for b in ordered)
         limits = self.device.plan_limits(self.spec, self.tensors[0].data_type)
-        return plan_dispatches(self.spec, self.desc, self.tensors, regions, limits)
+        return plan_dispatches(self.spec, self.desc, self.tensors, regions, limits, error_flags)
 
-    def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
+    def _make_plan(self, bindings: Mapping[str, Binding], flags: Binding | None = None) -> tuple[_Dispatch, ...]:
         by_operand = dict(zip(operands_of(self.spec), (bindings[name] for name in self.tensor_fields)))
-        return tuple(self._dispatch(plan, by_operand) for plan in self._dispatch_plans(bindings))
+        return tuple(self._dispatch(plan, by_operand, flags)
+                     for plan in self._dispatch_plans(bindings, error_flags=flags is not None))
 
-    def _dispatch(self, plan: DispatchPlan, by_operand: dict) -> _Dispatch:
+    def _dispatch(self, plan: DispatchPlan, by_operand: dict, flags: Binding | None = None) -> _Dispatch:
         device = self.device
         key = plan.key
         pipeline, layout = device.pipeline(key)
@@ -629,6 +645,9 @@ class CompiledOperator:
                 if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
                     buffer, offset, size = device.placeholder(access), 0, 16
             entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
+        if key.error_flags:
+            entries.append({"binding": shaders.error_flags_binding(key),
+                            "resource": {"buffer": flags.buffer, "offset": flags.offset, "size": 4}})
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
         return _Dispatch(pipeline, bind_group, plan.grid_size, uniform_buffer)
 

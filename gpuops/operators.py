@@ -164,6 +164,9 @@ class OperatorSpec:
     torch_reference: TorchReference | None = None
     # The output type DirectML gives where a caller names none (UINT8 for the predicates); None: the input's.
     default_output_type: DataType | None = None
+    # Its WGSL notes where NumPy's ufunc raises a floating-point error (wgsl/lib/error_flags.wgsl; the type files
+    # give ERROR_FLAG), so that the NumPy-level function can report it as NumPy does (plan.KernelKey.error_flags).
+    error_flags: bool = False
 
     def __post_init__(self) -> None:
         if self.shader_constants is None:
@@ -302,13 +305,13 @@ OPERATORS: tuple[OperatorSpec, ...] = (
                  torch_reference=_torch_is_infinity, default_output_type=DataType.UINT8),
     OperatorSpec("ELEMENT_WISE_MODULUS_TRUNCATE", 101, FeatureLevel.LEVEL_2_1, ModulusTruncateDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus/truncate.wgsl", divides=True, type_files=_modulus_files,
+                 "modulus/truncate.wgsl", divides=True, type_files=_modulus_files, error_flags=True,
                  type_policies=_modulus_policies(floor=False),
                  numpy_ufunc=np.fmod, numpy_reference=lambda inputs, attributes, out_type: np.fmod(*inputs),
                  torch_reference=lambda torch, attributes, out_given: lambda a, b, out: torch.fmod(a, b, out=out)),
     OperatorSpec("ELEMENT_WISE_MODULUS_FLOOR", 102, FeatureLevel.LEVEL_2_1, ModulusFloorDesc,
                  ("a_tensor", "b_tensor"), "output_tensor", ("a_tensor", "b_tensor", "output_tensor"), True,
-                 "modulus/floor.wgsl", divides=True, type_files=_modulus_files,
+                 "modulus/floor.wgsl", divides=True, type_files=_modulus_files, error_flags=True,
                  type_policies=_modulus_policies(floor=True),
                  numpy_ufunc=np.remainder, numpy_reference=lambda inputs, attributes, out_type: np.remainder(*inputs),
                  torch_reference=lambda torch, attributes, out_given:

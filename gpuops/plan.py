@@ -230,6 +230,9 @@ class KernelKey:
     constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
     pack_rounds_to_nearest: bool = False  # float16 results rounded by pack2x16float as NumPy rounds them
     tile_loops: bool = False  # TILES: more tiles than workgroups along a grid dimension; workgroups take several
+    # The kernel ORs NumPy's floating-point error flag into a word bound after the output (wgsl/lib/error_flags.wgsl):
+    # asked for by the NumPy-level functions, for operators whose row has error_flags; never at the DirectML level.
+    error_flags: bool = False
 
     @property
     def input_count(self) -> int:
@@ -304,8 +307,12 @@ def operands_of(spec: OperatorSpec) -> tuple[Operand, ...]:
 
 
 def plan_dispatches(spec: OperatorSpec, desc: object, tensors: tuple[TensorDesc, ...],
-                    regions: tuple[BoundRegion, ...], limits: PlanLimits) -> tuple[DispatchPlan, ...]:
-    """The dispatches that run `desc` with its tensors bound at `regions` (both in spec.tensor_fields' order)."""
+                    regions: tuple[BoundRegion, ...], limits: PlanLimits, error_flags: bool = False
+                    ) -> tuple[DispatchPlan, ...]:
+    """The dispatches that run `desc` with its tensors bound at `regions` (both in spec.tensor_fields' order);
+    `error_flags`: kernels that also report NumPy's floating-point errors (KernelKey.error_flags)."""
+    if error_flags and not spec.error_flags:
+        raise ValueError(f"DML_OPERATOR_{spec.name} reports no floating-point errors (OperatorSpec.error_flags)")
     operands = operands_of(spec)
     element_sizes = {op: t.data_type.size for op, t in zip(operands, tensors)}
     region = dict(zip(operands, regions))
@@ -337,7 +344,7 @@ def plan_dispatches(spec: OperatorSpec, desc: object, tensors: tuple[TensorDesc,
                     windows[op] = Window(windows[op].offset, whole, windows[op].base_element)
                     placements[op] = Placement.CHUNKS
         shape = _Shape(spec, input_type, output_type, it, operands, strides, windows, linear, placements,
-                       output_binding, limits)
+                       output_binding, limits, error_flags)
         key, grid_size, it = shape.key_and_grid(desc)
         strides = dict(zip(operands, it.strides))
         uniforms = Uniforms(
@@ -397,6 +404,7 @@ class _Shape:
     placements: dict
     output_binding: OutputBinding
     limits: PlanLimits
+    error_flags: bool = False
 
     @property
     def separate(self) -> bool:
@@ -439,7 +447,7 @@ class _Shape:
             signed_remainder=self.signed_remainder(), divider=self.divider(),
             constants=tuple(sorted(self.spec.shader_constants(desc).items())),
             pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest,
-            tile_loops=tile_loops)
+            tile_loops=tile_loops, error_flags=self.error_flags)
 
     # -- the TILES grid --------------------------------------------------------------------------------------------
 

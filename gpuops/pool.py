@@ -45,7 +45,8 @@ MAX_IDLE_BYTES = 1 << 30
 MAX_IDLE_BUFFERS = 64
 MAX_TABLES = 512  # each keeps its kernels' pipelines alive: with the device's pipeline cache, the bound on them
 
-MAPPED_UPLOAD_BYTES = 8 << 20  # from this size on, uploads go through a pooled mapped buffer (see upload)
+MAPPED_UPLOAD_BYTES = 8 << 20
+FLAG_BYTES = 4  # the kernels' error flag word (plan.KernelKey.error_flags): one u32  # from this size on, uploads go through a pooled mapped buffer (see upload)
 
 STORAGE = "storage"  # STORAGE | COPY_SRC | COPY_DST: the operators' tensors
 STAGING = "staging"  # MAP_READ | COPY_DST: read-backs
@@ -83,6 +84,7 @@ class BufferPool:
         self._tables: collections.OrderedDict[tuple, BindingTable] = collections.OrderedDict()
         self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
         self.calls: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's _Call per key, LRU
+        self._flag_word = None  # see flag_word
         self.created = 0
         self.destroyed = 0
 
@@ -135,6 +137,18 @@ class BufferPool:
             self._idle_bytes -= old.size
             self._destroy(old)
 
+    def flag_word(self, device: Device):
+        """The buffer whose first FLAG_BYTES take the kernels' error flags (CompiledOperator.bind_with_error_flags):
+        one for every call on the device, made once and never given back, so that the binding tables that bind it
+        are kept. Calls share it safely as long as each submission that runs flagged kernels clears the word before
+        them and copies it out after them (read_back's tail): the queue runs submissions one after the other."""
+        if self._flag_word is None:
+            usage = device.wgpu.BufferUsage
+            self._flag_word = device.wgpu_device.create_buffer(
+                label="gpuops error flags", size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+            self.created += 1
+        return self._flag_word
+
     def give_back(self, buffer) -> None:
         """Queue a buffer for release, from any thread and without the lock (DeviceArray finalizers)."""
         self._returned.append(buffer)
@@ -149,18 +163,23 @@ class BufferPool:
             self._destroy(buffer)
 
     def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
-              cached: bool) -> BindingTable:
+              cached: bool, flags=None) -> BindingTable:
         """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
         compiled.tensor_fields; an offset may be any whole number of the tensor's elements), remembered when
         `cached` (every buffer the pool's or a pooled DeviceArray's: a caller's buffer is never kept alive by the
-        pool)."""
+        pool). `flags`: a pooled buffer whose first word takes the kernels' error flags
+        (CompiledOperator.bind_with_error_flags)."""
+        if flags is not None:
+            regions += ((flags, 0, FLAG_BYTES),)
         key = (compiled,) + regions
         table = self._tables.get(key) if cached else None
         if table is not None:
             self._tables.move_to_end(key)
             return table
-        table = compiled.bind({name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)},
-                              element_offsets=True)  # device-array views start at any whole element
+        bindings = {name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)}
+        # element_offsets: device-array views start at any whole element
+        table = (compiled.bind(bindings, element_offsets=True) if flags is None
+                 else compiled.bind_with_error_flags(bindings, Binding(flags), element_offsets=True))
         if not cached:
             return table
         self._tables[key] = table
@@ -313,11 +332,13 @@ class ReadBack:
 
 
 def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int,
-                    what: str = "gpuops", uses=()) -> ReadBack:
+                    what: str = "gpuops", uses=(), tail: tuple | None = None) -> ReadBack:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
     `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked
-    first, as Device.submit does) and begin mapping the staging buffer: ReadBack.finish reads it."""
-    size = -(-size // 4) * 4
+    first, as Device.submit does) and begin mapping the staging buffer: ReadBack.finish reads it. `tail`: (buffer,
+    offset, size) of a few more bytes copied into the staging buffer after the first `size` (rounded up to 4),
+    which `fill` sees after them (the NumPy-level functions' error flags)."""
+    size = -(-size // 4) * 4 + (tail[2] if tail is not None else 0)
     staging = None
     try:
         # One hold of the locks from the copy to the mapping.
@@ -326,7 +347,11 @@ def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: i
                 if encoder is None:
                     encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
                 staging = pool.acquire(device, STAGING, size)
-                encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+                if tail is None:
+                    encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+                else:
+                    encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size - tail[2])
+                    encoder.copy_buffer_to_buffer(tail[0], tail[1], staging, size - tail[2], tail[2])
             device.submit(encoder, what, uses)
             with device.explained(what, "mapping the read-back"):
                 pending = device.host_access.begin_map(staging, False, size)
@@ -339,7 +364,7 @@ def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: i
 
 
 def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
-              what: str = "gpuops", done: list | None = None, uses=()) -> None:
+              what: str = "gpuops", done: list | None = None, uses=(), tail: tuple | None = None) -> None:
     """start_read_back, then ReadBack.finish(fill, done): the copy's submission, the wait and the one copy into
     host memory (see both)."""
-    start_read_back(device, pool, encoder, buffer, offset, size, what, uses).finish(fill, done)
+    start_read_back(device, pool, encoder, buffer, offset, size, what, uses, tail).finish(fill, done)

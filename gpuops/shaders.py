@@ -62,6 +62,11 @@ def bindings(key: KernelKey) -> list[tuple[int, str, str, Operand]]:
     return views
 
 
+def error_flags_binding(key: KernelKey) -> int | None:
+    """The binding of the error flags' word (KernelKey.error_flags), after every storage view; None without."""
+    return len(bindings(key)) + 1 if key.error_flags else None
+
+
 def output_view(key: KernelKey) -> str:
     """The output's one binding: 16-byte chunks when possible, else u32 words (atomic for SCATTER_ATOMIC)."""
     return "out_chunks" if key.output_binding is OutputBinding.CHUNKS and not key.atomic_output else "out_words"
@@ -114,6 +119,9 @@ def prelude(key: KernelKey) -> str:
         else:
             array = "array<atomic<u32>>" if name == "out_words" and key.atomic_output else "array<u32>"
         lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: {array};")
+    if key.error_flags:
+        lines.append(f"@group(0) @binding({error_flags_binding(key)}) var<storage, read_write> error_flags: "
+                     "array<atomic<u32>>;")
     lines += _input_accessors(key)
     return "\n".join(lines) + "\n"
 
@@ -179,6 +187,7 @@ def shader_files(key: KernelKey) -> list[str]:
     # Only the 8-bit division table keeps anything in workgroup memory (and prepares it).
     if key.divider != "divide_by_reciprocals.wgsl":
         files.append("lib/no_workgroup_memory.wgsl")
+    files.append("lib/error_flags.wgsl" if key.error_flags else "lib/no_error_flags.wgsl")
     files.append(f"dtype/{family}")
     files += spec_by_name(key.operator).type_files(key.input_type)
     files.append(f"ops/{key.shader}")

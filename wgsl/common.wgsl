@@ -91,15 +91,18 @@ fn units_whole(operand: u32, linear: bool) -> bool {
 }
 
 // The tensor's last, partial unit, element by element (load_element / store_element come from the storage
-// file, narrow.wgsl or wide.wgsl).
+// file, narrow.wgsl or wide.wgsl). The result is the lowest lane's. A two-input operator's element is put in every
+// lane of its words, so that no lane computes an error (lib/error_flags.wgsl) the element does not.
 fn run_elements(first: u32, count: u32) {
     for (var j = 0u; j < count; j += 1u) {
         let offsets = element_offsets(first + j);
+        var a = load_element(OPERAND_A, offsets[OPERAND_A]);
         var b = InElem();
         if (HAS_B) {
-            b = load_element(OPERAND_B, offsets[OPERAND_B]);
+            a = lanes_put(LANE_ONES, a);
+            b = lanes_put(LANE_ONES, load_element(OPERAND_B, offsets[OPERAND_B]));
         }
-        store_element(offsets[OPERAND_OUT], compute(load_element(OPERAND_A, offsets[OPERAND_A]), b));
+        store_element(offsets[OPERAND_OUT], compute(a, b));
     }
 }
 
@@ -179,10 +182,18 @@ fn run_full_unit(first: u32, start: UnitStart) {
     store_unit(first, start, unit_results(first, start.offsets, start.in_row));
 }
 
+// The entry point: the invocation's share of the grid, then the errors it noted reported once (the kernel's
+// lib/error_flags.wgsl or lib/no_error_flags.wgsl).
 @compute @workgroup_size(WORKGROUP_SIZE)
 fn main(@builtin(workgroup_id) group: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
+    run_grid(group, groups, lane);
+    finish_invocation();
+}
+
+// (After the entry point: a kernel with an entry point of its own leaves both out, gpuops/shaders.py.)
+fn run_grid(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     if (DIVISOR_ROWS) {
         run_divisor_rows(group, groups, lane);  // binary.wgsl: prepares the workgroup after its loads
         return;

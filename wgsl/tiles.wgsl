@@ -200,6 +200,11 @@ fn run_tile(tile: vec3<u32>, lane: u32, first: bool) {
 fn main(@builtin(workgroup_id) group: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>,
         @builtin(local_invocation_index) lane: u32) {
+    run_tiles(group, groups, lane);
+    finish_invocation();  // the errors the invocation noted, reported once (lib/error_flags.wgsl)
+}
+
+fn run_tiles(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     run_tile(group, lane, true);
     if (!TILE_LOOPS) {
         return;
