@@ -62,10 +62,10 @@ def test_runtime_checks_left_out_by_default_and_kept_on_request(device, monkeypa
              (np.where(np.arange(4096) % 2, -halves, halves), halves[::-1] * np.float16(1e-4))]
     for a, b in cases:
         for run in (gpuops.modulus_floor, gpuops.modulus_truncate):
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"):  # x % 0 and NaN from halves: both report as NumPy does
                 want = (np.remainder if run is gpuops.modulus_floor else np.fmod)(a, b)
-            assert_same_bits(run(a, b, device=unchecked), want)
-            assert_same_bits(run(a, b, device=checked), want)
+                assert_same_bits(run(a, b, device=unchecked), want)
+                assert_same_bits(run(a, b, device=checked), want)
     # A device made by the caller: wgpu-native's checks are per shader, so either way; Dawn's are its toggles.
     if device.backend == "dawn":
         assert gpuops.Device(wgpu_device=unchecked.wgpu_device).runtime_checks is False
