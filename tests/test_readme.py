@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -73,3 +74,16 @@ def test_every_record_is_referenced_and_every_reference_is_a_record():
     assert sorted(name for name in records if name not in text) == []
     named = set(re.findall(r"\b(?:h100|h200|llvmpipe)-[\w.-]+\.(?:json|txt|png)\b", text))
     assert sorted(named - records) == []
+
+
+def test_install_section_is_what_ci_does():
+    """The README's Install section builds with `python -m build` and installs the wheel of this version, as
+    .ci/setup.sh's install_gpuops does for .ci/run and bench/run."""
+    text = README.read_text()
+    install = text[text.index("## Install\n"):]
+    install = install[: install.index("\n## ")]
+    version = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]["version"]
+    assert "pip install build && python -m build" in install
+    assert f"pip install dist/gpuops_webgpu-{version}-py3-none-any.whl" in install
+    setup = (README.parent / ".ci" / "setup.sh").read_text()
+    assert "-m build --outdir" in setup and "pip install -e" not in setup and "--editable" not in setup
