@@ -1,0 +1,105 @@
+"""The package users install holds every file gpuops reads at run time.
+
+Kernel assembly (gpuops/shaders.py) reads WGSL files from wgsl/ and its subfolders, installed as gpuops/wgsl/. CI
+(.ci/run) runs this suite against the installed wheel, from a copy of the checkout without the package: there the
+first test reads the installed files, the second checks pyproject.toml's package data against the source tree, and
+the third compares the whole installed package with the checkout it was built from. No GPU is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import itertools
+import os
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import gpuops
+from gpuops import TensorDesc, shaders
+from gpuops.operators import OPERATORS
+from gpuops.plan import BoundRegion, Grid, OutputBinding, OutputStore, PlanLimits, plan_dispatches
+from gpuops.support import SUPPORT
+
+ROOT = Path(__file__).resolve().parents[1]  # the checkout, or .ci/run's copy of it without gpuops/
+CHECKOUT_ENV = "GPUOPS_CHECKOUT"  # set by .ci/run: the checkout the installed wheel was built from
+
+
+def requested_files() -> set[str]:
+    """Every file, relative to wgsl/, that kernel assembly can ask for. For every operator, every attribute value
+    and every (input, output) type pair any support row allows, the planner's key for a small contiguous case, then
+    that key on every grid, output store and output binding: a superset of the keys the planner can plan, since
+    every other field shader_files reads (the divider and signed-remainder libraries, the unit, the input count)
+    follows from the operator and the types."""
+    files: set[str] = set()
+    for spec in OPERATORS:
+        pairs = set()
+        for row in SUPPORT[spec.name]:
+            inputs, outputs = row.types[spec.inputs[0]], row.types[spec.output]
+            pairs |= {(t, o) for t in inputs for o in ([t] if t in outputs else outputs)}
+        for (in_type, out_type), attributes in itertools.product(sorted(pairs), spec.modes()):
+            tensors = {name: TensorDesc(out_type if name == spec.output else in_type, (4, 64))
+                       for name in spec.tensor_fields}
+            desc = spec.desc_type(**tensors, **attributes)
+            regions = tuple(BoundRegion(buffer, 1 << 16, 0) for buffer in range(len(tensors)))
+            limits = PlanLimits(binding_size=1 << 20, storage_offset_alignment=256, workgroups_per_dimension=65535)
+            (plan,) = plan_dispatches(spec, desc, tuple(tensors.values()), regions, limits)
+            for grid, store, binding in itertools.product(Grid, OutputStore, OutputBinding):
+                key = dataclasses.replace(plan.key, grid=grid, output_store=store, output_binding=binding)
+                files.update(shaders.shader_files(key))
+    return files
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file under `folder` (compiled Python aside), by its path relative to `folder`."""
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*")
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"}
+
+
+def test_kernel_assembly_asks_for_exactly_the_shader_files_of_the_imported_package():
+    """Every file assembly can ask for is in the gpuops that was imported (in CI, the installed wheel), and every
+    WGSL file there is one some kernel reads: neither side can be empty or miss a folder."""
+    requested = requested_files()
+    present = {name for name in tree(shaders.WGSL_DIR) if name.endswith(".wgsl")}
+    assert sorted(requested - present) == [], f"kernels read files that {shaders.WGSL_DIR} lacks"
+    assert sorted(present - requested) == [], "WGSL files that no kernel reads (or kernels this test misses)"
+
+
+def test_package_data_covers_every_file_under_wgsl():
+    """pyproject.toml's package data, expanded as setuptools expands it (glob, recursive), is every file of the
+    source tree's wgsl/, at any depth; and every Python package under gpuops/ is listed."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert config["package-dir"] == {"gpuops.wgsl": "wgsl"}
+    assert "exclude-package-data" not in config
+    source = ROOT / config["package-dir"]["gpuops.wgsl"]
+    matched = {Path(found).relative_to(source).as_posix()
+               for pattern in config["package-data"]["gpuops.wgsl"]
+               for found in glob.glob(os.path.join(glob.escape(str(source)), pattern), recursive=True)
+               if os.path.isfile(found)}
+    every = set(tree(source))
+    assert requested_files() <= every
+    assert sorted(every - matched) == [], "files under wgsl/ that pyproject.toml's package data leaves out"
+    checkout = Path(os.environ.get(CHECKOUT_ENV) or ROOT)
+    packages = {".".join(path.parent.relative_to(checkout).parts) for path in (checkout / "gpuops").rglob("__init__.py")}
+    assert packages and packages <= set(config["packages"]), "Python packages missing from pyproject.toml"
+
+
+def test_the_installed_package_is_the_checkout_it_was_built_from():
+    """In CI: gpuops was imported from the installed wheel, not from the checkout, and holds exactly the checkout's
+    gpuops/ and wgsl/ (as gpuops/wgsl/), byte for byte."""
+    checkout = os.environ.get(CHECKOUT_ENV)
+    if not checkout:
+        pytest.skip(f"runs against an installed wheel: .ci/run sets {CHECKOUT_ENV}")
+    checkout = Path(checkout).resolve()
+    package = Path(gpuops.__file__).resolve().parent
+    for outside in (checkout, ROOT):
+        assert not package.is_relative_to(outside), f"gpuops was imported from {package}, inside {outside}"
+    assert shaders.WGSL_DIR == package / "wgsl"
+    expected = tree(checkout / "gpuops") | {f"wgsl/{name}": data for name, data in tree(checkout / "wgsl").items()}
+    installed = tree(package)
+    assert sorted(expected.keys() - installed.keys()) == [], "files of the checkout missing from the installed package"
+    assert sorted(installed.keys() - expected.keys()) == [], "installed files the checkout does not have"
+    assert sorted(name for name in expected if expected[name] != installed[name]) == [], \
+        "installed files that differ from the checkout's (a stale wheel?)"
