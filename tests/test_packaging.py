@@ -32,7 +32,7 @@ def requested_files() -> set[str]:
     and every (input, output) type pair any support row allows, the planner's key for a small contiguous case, then
     that key on every grid, output store and output binding: a superset of the keys the planner can plan, since
     every other field shader_files reads (the divider and signed-remainder libraries, the unit, the input count)
-    follows from the operator and the types."""
+    follows from the operator and the types; with and without the error flag word, where the operator has one."""
     files: set[str] = set()
     for spec in OPERATORS:
         pairs = set()
@@ -46,8 +46,10 @@ def requested_files() -> set[str]:
             regions = tuple(BoundRegion(buffer, 1 << 16, 0) for buffer in range(len(tensors)))
             limits = PlanLimits(binding_size=1 << 20, storage_offset_alignment=256, workgroups_per_dimension=65535)
             (plan,) = plan_dispatches(spec, desc, tuple(tensors.values()), regions, limits)
-            for grid, store, binding in itertools.product(Grid, OutputStore, OutputBinding):
-                key = dataclasses.replace(plan.key, grid=grid, output_store=store, output_binding=binding)
+            flags = (False, True) if spec.error_flags else (False,)  # the NumPy-level path's variant too
+            for grid, store, binding, error_flags in itertools.product(Grid, OutputStore, OutputBinding, flags):
+                key = dataclasses.replace(plan.key, grid=grid, output_store=store, output_binding=binding,
+                                          error_flags=error_flags)
                 files.update(shaders.shader_files(key))
     return files
 
