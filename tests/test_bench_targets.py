@@ -61,15 +61,17 @@ def test_goal_data_has_specials_and_no_zero_divisors():
 
 # --------------------------------------------------------------------------------- the document, checked
 
+ENVELOPE_KEYS = {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict, "versions": dict,
+                 "feature_level": str, "runtime_checks": bool, "settings": dict, "timestamp_conversion": dict}
+TOP_KEYS = {"torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR, "wgsl_copy_gbps": NUMBER, "wgsl_copy": dict,
+            "torch_copy": dict, "torch_copy_samples": list, "contiguous": list, "packed-2d": list, "broadcast": list,
+            "transposed": list, "nchw-to-nhwc": list, "transposed-k": list, "strided-out": list,
+            "host": (dict, type(None))}
+
+
 def validate_targets_document(doc: dict) -> None:
     """Every key and type docs/bench-json.md's targets section promises, nothing else."""
-    expect_keys(doc, {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict,
-                      "versions": dict, "feature_level": str, "runtime_checks": bool, "settings": dict,
-                      "timestamp_conversion": dict, "torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR,
-                      "wgsl_copy_gbps": NUMBER, "wgsl_copy": dict, "torch_copy": dict, "torch_copy_samples": list,
-                      "contiguous": list, "packed-2d": list, "broadcast": list, "transposed": list,
-                      "nchw-to-nhwc": list, "transposed-k": list, "strided-out": list, "host": (dict, type(None))},
-                "top")
+    expect_keys(doc, {**ENVELOPE_KEYS, **TOP_KEYS}, "top")
     assert (doc["schema"], doc["command"]) == ("gpuops-bench/1", "targets")
     settings = doc["settings"]
     expect_keys(settings, {"iterations": int, "warmup": int, "repeats": int, "max_noise": OPTIONAL_NUMBER,
@@ -146,10 +148,13 @@ def validate_host(host: dict) -> None:
     assert host["large_wall_fraction_of_gpu"] == (None if gpu is None else pytest.approx(gpu / wall))
 
 
+ROW_KEYS = {"operator": str, "mode": OPTIONAL_INT, "dtype": str, "out_dtype": str, "sizes": list, "strides": dict,
+            "bytes": int, "exact": bool, "error": OPTIONAL_STR, **TIMED_KEYS, "torch": (dict, type(None)),
+            "cupy": (dict, type(None))}
+
+
 def validate_row(row: dict, section: str, settings: dict) -> None:
-    expect_keys(row, {"operator": str, "mode": OPTIONAL_INT, "dtype": str, "out_dtype": str, "sizes": list,
-                      "strides": dict, "bytes": int, "exact": bool, "error": OPTIONAL_STR, **TIMED_KEYS,
-                      "torch": (dict, type(None)), "cupy": (dict, type(None))}, section)
+    expect_keys(row, ROW_KEYS, section)
     assert row["dtype"] in DATA_TYPES and row["out_dtype"] in DATA_TYPES
     if not row["exact"]:
         assert row["error"] and row["torch"] is None and row["cupy"] is None
@@ -164,6 +169,13 @@ def validate_row(row: dict, section: str, settings: dict) -> None:
             validate_torch(row[library], settings, f"{section}.{library}")
             expected = targets.TORCH_LAYOUTS[section] if library == "torch" else targets.CUPY_LAYOUTS[section]
             assert row[library].get("layout", expected) == expected
+
+
+def test_the_schema_page_names_every_key_of_a_targets_document():
+    from .test_bench_compare import table_keys
+
+    assert table_keys("## Targets documents") == set(TOP_KEYS) | {"settings"}
+    assert table_keys("### A targets row") == set(ROW_KEYS)
 
 
 # ------------------------------------------------------------------------------------- the command, measured
