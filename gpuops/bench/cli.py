@@ -381,11 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = commands.add_parser("compare", help="compare two runs' JSON, row by row, beyond their noise",
                                   description="Compare two JSON files of 'default', 'op' or 'sweep' runs (--json) "
-                                              "on the same adapter: every case in both, its ratio of medians NEW / "
+                                              "on the same adapter, or two of 'targets' runs: every case in both "
+                                              "(in targets runs, every timed figure), its ratio of medians NEW / "
                                               "BASE with a bootstrap interval and a Mann-Whitney U test on the "
                                               "samples. A case is marked slower or faster only beyond the noise: "
                                               "the test's p below --alpha and a change above both rows' noise and "
-                                              "--min-change.",
+                                              "--min-change. In targets runs the copies and PyTorch's and CuPy's "
+                                              "figures are references: they never fail --fail-above.",
                                   epilog=EXIT_STATUS_HELP)
     compare.add_argument("base", metavar="BASE.json", help="the run before")
     compare.add_argument("new", metavar="NEW.json", help="the run after")

@@ -6,9 +6,9 @@ label and sizes, and every other timed figure of the document (the copies, PyTor
 section's) by its section and name. Each pair is judged on its samples, which the documents keep: the ratio of the
 medians NEW / BASE, a bootstrap interval of that ratio, and the p-value of a Mann-Whitney U test (stats.py). A row
 is marked slower or faster only when the difference is beyond the noise: the rank test finds it (p below `alpha`)
-and it is larger than either run's noise figure for the row and than `min_change`. Reference figures (what gpuops'
-code does not run: the copies, PyTorch, CuPy, wgpu alone) are judged too, never fail a comparison, and say when the
-machine differed between the runs. Runs of different adapters or WebGPU implementations are refused unless allowed.
+and it is larger than either run's noise figure for the row and than `min_change`. Reference figures (neither
+gpuops' operators nor its host path: the copies, PyTorch, CuPy, wgpu alone) are judged too, never fail a comparison,
+and say when the machine differed between the runs. Runs of different adapters or WebGPU implementations are refused unless allowed.
 """
 
 from __future__ import annotations
@@ -161,6 +161,8 @@ def figures(doc: dict) -> list[dict]:
                                       reference=True))
     host = doc.get("host") or {}
     for key, sampled in (host.get("samples") or {}).items():
+        if not sampled["values"]:  # the GPU time of a run without timestamps
+            continue
         values = [v * (1000 if "_us" in key else 1) for v in sampled["values"]]
         gpu = key == "large_gpu_median_ns"
         out.append(figure("host", key, [], values if gpu else None, None if gpu else values,
@@ -296,8 +298,8 @@ def render(comparison: Comparison, base: dict, new: dict, names: tuple[str, str]
     if any(c.basis == "gpu" for c in comparison.rows) and options.host:
         out.append("*: GPU time (a figure without host times: CUDA events, or the host section's GPU time)")
     if of_targets:
-        out.append("(ref): a reference figure, what gpuops' code does not run (the copies, PyTorch, CuPy, wgpu "
-                   "alone): never fails --fail-above")
+        out.append("(ref): a reference figure, neither gpuops' operators nor its host path (the copies, PyTorch, "
+                   "CuPy, wgpu alone): never fails --fail-above")
         moved = [c for c in comparison.rows if c.row["reference"] and c.verdict != SAME]
         if moved:
             out.append(f"note: {len(moved)} reference figure(s) changed beyond the noise ("
