@@ -45,7 +45,7 @@ def rounds_in(out: Path) -> int:
 def environment(tree: Path) -> dict[str, str]:
     """The environment that makes `python -m gpuops.bench` import gpuops from `tree`."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tree), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(tree.resolve()), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
