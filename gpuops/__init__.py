@@ -1,5 +1,6 @@
 """gpuops: DirectML's element-wise operators on any GPU through WebGPU, bit-exact against NumPy."""
 
+from .adapter_choice import Adapter, adapters
 from .api import default_device, is_infinity, is_nan, modulus_floor, modulus_truncate, sign
 from . import backends
 from .arrays import DeviceArray, asarray
@@ -14,7 +15,7 @@ from .validation import validate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceArray",
+    "Adapter", "adapters", "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceArray",
     "DeviceError", "asarray",
     "DispatchPolicy",
     "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,15 +43,18 @@ from .arrays import DeviceArray, empty_in_order, host_bytes, layout_stand_in
 from .device import CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import DeviceError, ValidationError
-from .hostcopy import copy_array
 from .layout import coalesce
 from .numpy_types import Loop, convert, refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
-from .pool import STORAGE, pool_of, read_back, upload
+from .pool import STORAGE, ReadBack, fill_upload, pool_of, start_read_back, upload, uploads_mapped
 from .tensor import TensorDesc, packed_strides
 
 MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a compiled operator and tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
+# Host calls whose elements take more than this many bytes in their widest type run in pieces of at most this size
+# (DispatchPolicy.stream_bytes overrides it), STREAM_DEPTH of them under way at once (see _stream).
+STREAM_BYTES = 64 << 20
+STREAM_DEPTH = 2
 _BOOL = np.dtype(np.bool_)
 _PYTHON_SCALARS = (int, float, complex, bool)  # their type stands for them in a call's key (bool is refused)
 
@@ -158,6 +162,7 @@ class _Call:
     kinds: tuple[str, ...]
     to_device: bool
     plan: _CallPlan | None
+    streamed: bool = False  # a host call larger than a piece: run by _stream, in pieces (plan None)
 
 
 def _run(function: _Function, values: tuple, extra: tuple, out, device: Device | None, feature_level) -> Result:
@@ -168,6 +173,26 @@ def _run(function: _Function, values: tuple, extra: tuple, out, device: Device |
         device = _common_device(function, values, out, device)
     elif device is None:
         device = default_device()
+    call, arrays, copies = _call_of(function, device, values, extra, out, feature_level)
+    if call.streamed:
+        result = _stream(function, device, call, arrays, extra, out, feature_level)
+    elif call.plan is None:  # an empty result: no GPU work
+        if out is not None:
+            return out
+        if call.to_device:
+            return _empty_device_array(device, call.shape, call.loop.result)
+        return np.empty(call.shape, call.loop.result)
+    else:
+        result = _start(function.spec, device, call, arrays, copies, out).finish()
+    if out is not None:
+        return out
+    return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
+
+
+def _call_of(function: _Function, device: Device, values: tuple, extra: tuple, out, feature_level
+             ) -> tuple[_Call, list, dict[int, np.ndarray]]:
+    """The call's _Call (kept per device, or prepared and kept), its operands as they run and the inputs copied to
+    run (by position: see _make_plan)."""
     calls = device.pool.calls
     key = _call_key(function, extra, device.feature_level if feature_level is None else feature_level, values, out)
     with device._lock:
@@ -177,26 +202,86 @@ def _run(function: _Function, values: tuple, extra: tuple, out, device: Device |
             call = key = None
         if call is not None:
             calls.move_to_end(key)
-    copies: dict[int, np.ndarray] = {}
-    if call is None:
-        call, arrays, copies = _prepare(function, device, values, dict(extra), out, feature_level)
-        if key is not None and not copies:  # inputs copied to run have no plan worth keeping (see _make_plan)
-            with device._lock:
-                calls[key] = call
-                while len(calls) > MAX_CALLS:
-                    calls.popitem(last=False)
+    if call is not None:
+        return call, _operands(function, call, values), {}
+    call, arrays, copies = _prepare(function, device, values, dict(extra), out, feature_level)
+    if key is not None and not copies:  # inputs copied to run have no plan worth keeping (see _make_plan)
+        with device._lock:
+            calls[key] = call
+            while len(calls) > MAX_CALLS:
+                calls.popitem(last=False)
+    return call, arrays, copies
+
+
+def _piece_bytes(device: Device) -> int:
+    """The most bytes a piece of a streamed call takes in its widest type: the policy's stream_bytes (STREAM_BYTES
+    by default), and at most half of the device's largest buffer less the gather slack, so that a piece's span
+    (up to twice its bytes plus GATHER_SLACK_BYTES before it is gathered) fits one buffer."""
+    limit = (device.max_buffer_size - GATHER_SLACK_BYTES) // 2
+    return max(16, min(device.policy.stream_bytes or STREAM_BYTES, limit))
+
+
+def _stream(function: _Function, device: Device, call: _Call, arrays: list[np.ndarray], extra: tuple, out,
+            feature_level) -> np.ndarray | None:
+    """A host call larger than a piece (_piece_bytes), run as ordinary calls on pieces of its result, each into
+    its own part of the result array (or out=): so any size runs through buffers no larger than a piece, and
+    STREAM_DEPTH pieces are under way at once, one's upload and read-back copies on the host while the GPU runs
+    the next. The pieces follow the result's memory order (_pieces), so each piece of a packed operand is one
+    contiguous run. An input that shares memory with out= in another layout is copied first: a piece's result
+    must not overwrite what a later piece still reads (NumPy's own rule for overlapping operands)."""
+    shape = call.shape
+    views = [np.broadcast_to(array, shape) for array in arrays]
+    if out is None:
+        target = empty_in_order(shape, _output_strides(views, shape), call.loop.result)
     else:
-        arrays = _operands(function, call, values)
-    if call.plan is None:  # an empty result: no GPU work
-        if out is not None:
-            return out
-        if call.to_device:
-            return _empty_device_array(device, call.shape, call.loop.result)
-        return np.empty(call.shape, call.loop.result)
-    result = _execute(function.spec, device, call, arrays, copies, out)
-    if out is not None:
-        return out
-    return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
+        target = out
+        views = [v if not np.may_share_memory(v, out) or _same_layout(v, out) else v.copy() for v in views]
+    itemsize = max(a.itemsize for a in (*arrays, call.loop.result))
+    pieces = _pieces(shape, target.strides, max(1, _piece_bytes(device) // itemsize))
+    running: deque[_Running] = deque()
+    try:
+        for index in pieces:
+            part = target[index]
+            piece, piece_arrays, copies = _call_of(function, device, tuple(v[index] for v in views), extra, part,
+                                                   feature_level)
+            running.append(_start(function.spec, device, piece, piece_arrays, copies, part))
+            if len(running) >= STREAM_DEPTH:
+                running.popleft().finish()
+        while running:
+            running.popleft().finish()
+    except BaseException:
+        for rest in running:
+            rest.abandon()
+        raise
+    return target if out is None else None
+
+
+def _same_layout(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays are the same elements in the same places (an element-wise result may overwrite its input
+    there)."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.strides == b.strides
+            and a.itemsize == b.itemsize)
+
+
+def _pieces(shape: tuple[int, ...], strides: tuple[int, ...], budget: int):
+    """Index tuples that cut `shape` into parts of at most `budget` elements (at least one each), along the axes in
+    the memory order of `strides` (outermost first): the innermost axes whole while they fit together, the next one
+    cut into runs, and each index of the axes outside it a part of its own."""
+    order = sorted(range(len(shape)), key=lambda axis: -abs(strides[axis]))
+    rest, cut = 1, len(order) - 1
+    while cut > 0 and rest * shape[order[cut]] <= budget:
+        rest *= shape[order[cut]]
+        cut -= 1
+    axis = order[cut]
+    step = max(1, budget // rest)
+    outer = order[:cut]
+    for fixed in np.ndindex(*(shape[a] for a in outer)):
+        index = [slice(None)] * len(shape)
+        for a, i in zip(outer, fixed):
+            index[a] = slice(i, i + 1)
+        for start in range(0, shape[axis], step):
+            index[axis] = slice(start, min(start + step, shape[axis]))
+            yield tuple(index)
 
 
 def _call_key(function: _Function, extra: tuple, feature_level, values: tuple, out) -> tuple | None:
@@ -246,6 +331,9 @@ def _prepare(function: _Function, device: Device, values: tuple, extra: dict, ou
     if out is not None:
         _check_out(where, out, shape, loop.result, predicate)
     to_device = type(out) is DeviceArray or (out is None and _DEVICE in kinds)
+    widest = math.prod(shape) * max(a.itemsize for a in (*arrays, loop.result))
+    if widest > 16 and not to_device and _DEVICE not in kinds and widest > _piece_bytes(device):  # (at least 16)
+        return _Call(loop, shape, tuple(kinds), to_device, None, streamed=True), arrays, {}
     plan, copies = None, {}
     if math.prod(shape) != 0:
         arrays = _gathered(arrays, kinds)
@@ -259,7 +347,7 @@ def _operands(function: _Function, call: _Call, values: tuple) -> list:
     """The operands as they run, by the kinds a _Call decided for their types and layouts."""
     arrays = [convert(function.where, function.names, values, index, call.loop.compute) if kind is _CONVERT
               else value for index, (value, kind) in enumerate(zip(values, call.kinds))]
-    return _gathered(arrays, call.kinds) if _GATHER in call.kinds else arrays
+    return _gathered(arrays, call.kinds) if _GATHER in call.kinds and not call.streamed else arrays
 
 
 def _gathered(arrays: list, kinds: tuple[str, ...] | list[str]) -> list:
@@ -458,13 +546,14 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     return plan, {index: views[index] for index in copied}
 
 
-def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndarray | DeviceArray],
-             copies: dict[int, np.ndarray], out) -> np.ndarray | DeviceArray | None:
-    """Run `call`'s plan on `device`: the result as a new host array or device array, or None where it went to
-    `out`. `copies`: the inputs copied to run, by position (see _make_plan).
+def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndarray | DeviceArray],
+           copies: dict[int, np.ndarray], out) -> _Running:
+    """Submit `call`'s plan on `device`: a device result is ready at once, a host result once the _Running's
+    read-back is finished. `copies`: the inputs copied to run, by position (see _make_plan).
 
-    One submission: the host inputs' bytes written into pooled buffers (queue.write_buffer), the kernels, and for a
-    host result the copy into a pooled staging buffer, which is then mapped and copied once into the result."""
+    One submission: the host inputs' bytes put into pooled buffers (large ones first copied into mapped upload
+    buffers, outside the device's lock), the kernels, and for a host result the copy into a pooled staging buffer,
+    whose mapping is begun."""
     pool = device.pool
     plan, shape, to_device = call.plan, call.shape, call.to_device
     compiled = plan.compiled
@@ -475,9 +564,10 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
             if type(value) is DeviceArray] if to_device or _DEVICE in call.kinds else []
     temporaries: list = []  # the pool's buffers this call gives back when done
     try:
+        staged = _stage_uploads(spec, device, plan, arrays, copies, temporaries)
         with device._lock:  # one device's wgpu calls are never made from two threads at once
             encoder = device.wgpu_device.create_command_encoder()
-            regions, cached = _input_regions(spec, device, plan, arrays, copies, encoder, temporaries)
+            regions, cached = _input_regions(spec, device, plan, arrays, copies, staged, encoder, temporaries)
             result = None
             if type(out) is DeviceArray:
                 regions.append(out._region())
@@ -500,8 +590,47 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
                 table._record_locked(encoder)
             if to_device:
                 device.submit(encoder, spec.name, uses)
-                return result
-        target = _host_target(out, shape, plan)
+                return _Running(device, None, result, temporaries)
+        reading = start_read_back(device, pool, encoder, regions[-1][0], 0, plan.out_size, spec.name, uses)
+    except BaseException:
+        if temporaries:
+            with device._lock:
+                pool.release(*temporaries)
+        raise
+    return _Running(device, reading, _HostResult(plan, shape, out, call.loop.result == _BOOL), temporaries)
+
+
+@dataclass(frozen=True)
+class _HostResult:
+    """Where a host call's result lands: a new array laid out as the output buffer, or out= (_host_target)."""
+
+    plan: _CallPlan
+    shape: tuple[int, ...]
+    out: np.ndarray | None
+    predicate: bool
+
+
+class _Running:
+    """A call submitted (_start): `finish` returns its result, waiting for a host result's read-back and copying it
+    into place; the call's pooled buffers go back to the pool then (a device result's at once: the GPU orders their
+    next use after this work)."""
+
+    __slots__ = ("device", "reading", "result", "temporaries")
+
+    def __init__(self, device: Device, reading: ReadBack | None, result, temporaries: list):
+        self.device, self.reading, self.result, self.temporaries = device, reading, result, temporaries
+        if reading is None and temporaries:
+            with device._lock:
+                device.pool.release(*temporaries)
+
+    def finish(self) -> np.ndarray | DeviceArray | None:
+        """The result: a device array, a new host array, or None where it went to out=."""
+        if self.reading is None:
+            return self.result
+        host: _HostResult = self.result
+        plan, shape = host.plan, host.shape
+        target = _host_target(host.out, shape, plan)
+        device = self.device
 
         def fill(mapped: memoryview) -> None:
             elements = np.frombuffer(mapped, plan.out_dtype, math.prod(plan.work_shape))
@@ -510,17 +639,57 @@ def _execute(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.nd
             else:
                 got = np.lib.stride_tricks.as_strided(elements, plan.work_shape, plan.out_byte_strides,
                                                       writeable=False)
-            copy_array(target, np.flip(got, plan.flips).reshape(shape) if plan.flips else got.reshape(shape))
+            device.host_copies.copy(target, np.flip(got, plan.flips).reshape(shape) if plan.flips
+                                    else got.reshape(shape))
 
-        read_back(device, pool, encoder, regions[-1][0], 0, plan.out_size, fill, spec.name,
-                  temporaries, uses)
-    finally:
-        if temporaries:
-            with device._lock:
-                pool.release(*temporaries)
-    if out is not None:
-        return None
-    return target.view(np.bool_) if call.loop.result == _BOOL else target
+        temporaries = self.temporaries
+        try:
+            self.reading.finish(fill, temporaries)
+        finally:
+            if temporaries:
+                with device._lock:
+                    device.pool.release(*temporaries)
+        if host.out is not None:
+            return None
+        return target.view(np.bool_) if host.predicate else target
+
+    def abandon(self) -> None:
+        """Wait for the call's read-back and give its buffers back, its result and any error dropped (a call
+        beside it failed)."""
+        try:
+            self.finish()
+        except Exception:
+            pass
+
+
+def _stage_uploads(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: list, copies: dict[int, np.ndarray],
+                   temporaries: list) -> dict[int, object]:
+    """The large host inputs (pool.uploads_mapped) copied into pooled mapped upload buffers, by position, before
+    the call takes the device's lock: the host copy is the longest part of a large call, and other threads use the
+    device meanwhile. An array given twice is staged once (at its first position, as _input_regions uploads it)."""
+    staged: dict[int, object] = {}
+    seen: set[int] = set()
+    for index, array in enumerate(arrays):
+        if plan.starts[index] is None:
+            continue
+        if index not in copies:
+            if id(array) in seen:
+                continue
+            seen.add(id(array))
+        raw = _upload_bytes(plan, arrays, copies, index)
+        if uploads_mapped(raw.nbytes):
+            staged[index] = fill_upload(device, device.pool, raw, spec.name)
+            temporaries.append(staged[index])
+    return staged
+
+
+def _upload_bytes(plan: _CallPlan, arrays: list, copies: dict[int, np.ndarray], index: int) -> np.ndarray:
+    """The bytes a host input is uploaded as, as its plan says: the array itself, the part of its memory it spans, or
+    its copy."""
+    if index in copies:
+        return host_bytes(copies[index])
+    array = arrays[index]
+    return array if plan.whole[index] else _bytes_at(array, plan.starts[index], plan.spans[index])
 
 
 def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
@@ -530,25 +699,23 @@ def _bytes_at(array: np.ndarray, start: int, span: int) -> np.ndarray:
 
 
 def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: list, copies: dict[int, np.ndarray],
-                   encoder, temporaries: list) -> tuple[list[tuple[object, int, int]], bool]:
-    """Each input's (buffer, offset, size): a device array's own region, or a host array's bytes (as its plan
-    says: the array itself, the part of its memory it spans, or its copy) uploaded into a pooled buffer, an array
-    given twice uploaded once. Also whether every buffer is pool-made (the binding table may then be kept)."""
+                   staged: dict[int, object], encoder, temporaries: list) -> tuple[list[tuple[object, int, int]], bool]:
+    """Each input's (buffer, offset, size): a device array's own region, or a host array's bytes (_upload_bytes)
+    uploaded into a pooled buffer, from its staged upload buffer where _stage_uploads made one, an array given twice
+    uploaded once. Also whether every buffer is pool-made (the binding table may then be kept)."""
     regions: list[tuple[object, int, int]] = []
     uploaded: dict[int, tuple[object, int, int]] = {}  # id(array) -> region: one array, one layout, one upload
     cached = True
     with device.explained(spec.name, "uploading the inputs"):
         for index, array in enumerate(arrays):
-            start = plan.starts[index]
-            if start is None:  # a device array
+            if plan.starts[index] is None:  # a device array
                 regions.append(array._region())
                 cached = cached and array.owned
                 continue
             region = uploaded.get(id(array)) if index not in copies else None
             if region is None:
-                raw = host_bytes(copies[index]) if index in copies else array if plan.whole[index] else \
-                    _bytes_at(array, start, plan.spans[index])
-                buffer, staging = upload(device, device.pool, raw, encoder)
+                raw = _upload_bytes(plan, arrays, copies, index)
+                buffer, staging = upload(device, device.pool, raw, encoder, staged.get(index), spec.name)
                 temporaries.append(buffer)
                 if staging is not None:
                     temporaries.append(staging)

@@ -29,7 +29,6 @@ from .binding import Binding
 from .device import Device
 from .enums import DataType, integer_value
 from .errors import ValidationError, shown
-from .hostcopy import copy_array
 from .layout import span_in_bytes
 from .numpy_types import refuse_subclass
 from .pool import STORAGE, pool_of, read_back, upload
@@ -260,8 +259,8 @@ class DeviceArray:
 
         def fill(mapped: memoryview) -> None:
             elements = np.frombuffer(mapped, source_type, span // itemsize, offset=lead)
-            copy_array(target, np.lib.stride_tricks.as_strided(elements, self._shape, byte_strides,
-                                                              writeable=False))
+            device.host_copies.copy(target, np.lib.stride_tricks.as_strided(elements, self._shape, byte_strides,
+                                                                           writeable=False))
 
         read_back(device, pool_of(device), None, self._buffer, self._offset - lead, lead + span, fill, where,
                   uses=[(where, None, self._buffer)])
@@ -519,7 +518,7 @@ def asarray(x, device: Device | None = None) -> DeviceArray:
             buffer = pool.acquire(device, STORAGE, 16)
         else:
             encoder = device.wgpu_device.create_command_encoder()
-            buffer, staging = upload(device, pool, host_bytes(array), encoder)
+            buffer, staging = upload(device, pool, host_bytes(array), encoder, what=where)
             if staging is not None:  # a large array: its copy from the mapped upload buffer runs now
                 device.submit(encoder, where)
                 pool.release(staging)

@@ -1,10 +1,9 @@
-"""Devices, compiled operators and dispatch: the one place where gpuops talks to wgpu."""
+"""Devices, compiled operators, dispatch, and the waits for the GPU."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 import time
 from collections import OrderedDict, deque
@@ -14,19 +13,21 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from .adapters import adapter_label, check_wgpu_device, pick_adapter
-from .backends import (backend_name, backend_of, create_shader_module, event_delivery, future_waiter, load_backend,
-                       request_device, resolve_runtime_checks)
+from .adapter_choice import adapter_label, check_wgpu_device, pick_adapter, wanted_adapter
+from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
+                       resolve_runtime_checks)
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
 from .operators import OperatorSpec, spec_of
 from . import shaders
+from .hostcopy import HostCopier
 from .pool import BufferPool, read_back
 from .plan import BoundRegion, DispatchPlan, DispatchPolicy, KernelKey, PlanLimits, operands_of, plan_dispatches
 from .shaders import READ, shader_source
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
+from .wgpu_internals import Pending, host_access
 
 PLAN_CACHE_SIZE = 8192  # dispatch plans (bind groups and their uniform buffers) remembered per device
 COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
@@ -34,10 +35,17 @@ COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
 # the driver's compiled code (megabytes on a software adapter), and the NumPy-level functions meet a new kernel
 # with every new combination of shape class, types and operator.
 PIPELINE_CACHE_SIZE = 256
-# Seconds a read-back waits for the device before DeviceError (a lost device ends the wait at once).
+# Seconds a wait for the device lasts at most before DeviceError (a lost device ends it at once).
 WAIT_TIMEOUT = 120.0
-_WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's promise and the device's loss
+_WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's progress and the device's loss
 
+# wgpu-native: a wait polls without pausing for its first _SPIN_SECONDS (a small call's work ends within them, and
+# the operating system's shortest sleep would end the wait tens of microseconds late), then pauses for at most
+# _LATE_SHARE of the time waited so far (at least _SHORTEST_PAUSE): a long wait ends at most about that share late,
+# with a few hundred polls a second of a few microseconds each.
+_SPIN_SECONDS = 1e-3
+_LATE_SHARE = 0.02
+_SHORTEST_PAUSE = 5e-5
 
 # Looks into Dawn without a pause at the start of a wait (a small read-back ends within microseconds), and then
 # the longest pause as a share of the time waited so far: a wait ends at most about that share late.
@@ -47,6 +55,14 @@ _DAWN_SHORTEST_PAUSE = 1e-5
 # Where Dawn waits for a future itself: the longest it blocks under the device's lock, and the pause between.
 _DAWN_LOCKED_WAIT = 1e-3
 _DAWN_UNLOCKED_PAUSE = 1e-5
+
+
+def native_wait_pause(waited: float) -> float:
+    """The pause before a wgpu-native wait's next poll after `waited` seconds: none while spinning, then at most
+    _LATE_SHARE of the time waited (see _SPIN_SECONDS)."""
+    if waited < _SPIN_SECONDS:
+        return 0.0
+    return min(max(_LATE_SHARE * waited, _SHORTEST_PAUSE), _WAIT_STEP)
 
 
 def dawn_wait_pause(looks: int, waited: float) -> float:
@@ -66,10 +82,12 @@ class Device:
     """A WebGPU device that runs gpuops operators at one DirectML feature level."""
 
     def __init__(self, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4,
-                 adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
+                 adapter: int | str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
                  backend: str | None = None, runtime_checks: bool | None = None,
                  policy: DispatchPolicy | None = None):
-        """`runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
+        """`adapter`: the adapter's index in wgpu's enumeration (gpuops.adapters() lists them) or part of its name;
+        None takes $GPUOPS_ADAPTER (an index or part of a name), else the best adapter found.
+        `runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
         backends.py). None (the default, or $GPUOPS_RUNTIME_CHECKS) leaves it out where the backend can;
         `self.runtime_checks` says what this device does. `policy`: the dispatch's tuning knobs (DispatchPolicy;
         the defaults are the measured choices and the adapter's limits)."""
@@ -89,9 +107,8 @@ class Device:
             self.wgpu = load_backend(backend)
         self.runtime_checks = resolve_runtime_checks(self.wgpu, runtime_checks, wgpu_device)
         if wgpu_device is None:
-            # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
-            wanted = adapter if adapter is not None else os.environ.get("GPUOPS_ADAPTER") or None
-            self.adapter = pick_adapter(self.wgpu, wanted)
+            # GPUOPS_ADAPTER picks the adapter (an index or part of a name) when the caller does not.
+            self.adapter = pick_adapter(self.wgpu, *wanted_adapter(adapter))
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]
@@ -102,8 +119,7 @@ class Device:
         self._watch = watch_device(self.wgpu_device)
         self.wait_timeout = WAIT_TIMEOUT
         self._synchronize_source: wgpu.GPUBuffer | None = None  # what synchronize() reads back, made once
-        self._deliver_events = event_delivery(self.wgpu)
-        self._wait_future = future_waiter(self.wgpu)
+        self.host_access = host_access(self.wgpu, self.wgpu_device)  # how gpuops maps its buffers and waits here
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
         self.max_buffer_size = self.policy.max_buffer_size or self.limits["max-buffer-size"]
@@ -124,6 +140,7 @@ class Device:
         self._plans = self._plan_cache.plans  # (compiled operator, each buffer's watch key, offset, size) -> dispatches
         self._compiled: OrderedDict[tuple[object, FeatureLevel], CompiledOperator] = OrderedDict()
         self.pool = BufferPool()  # the NumPy-level functions' buffers and binding tables, and read-back staging
+        self.host_copies = HostCopier()  # this device's own threads for large host copies (no other device waits)
 
     def placeholder(self, access: str) -> wgpu.GPUBuffer:
         """A 16-byte buffer bound where a view is declared but has nothing to reach (one per access mode, so
@@ -246,52 +263,62 @@ class Device:
 
     def synchronize(self) -> None:
         """Return once the work submitted to this device's queue so far (gpuops' and the caller's own) has run:
-        for device arrays, whose calls return before the GPU is done. A 4-byte copy submitted after that work is
-        read back; WebGPU finishes a queue's submissions in order. Bounded by `wait_timeout`; a lost device
-        raises DeviceError."""
-        with self._lock, self.explained("Device.synchronize", "making its buffer"):
-            if self._synchronize_source is None:
+        for device arrays, whose calls return before the GPU is done. On wgpu-native it waits for the queue's
+        work-done notice; on Dawn a 4-byte copy submitted after that work is read back (WebGPU finishes a queue's
+        submissions in order). Bounded by `wait_timeout`; a lost device raises DeviceError."""
+        what = "Device.synchronize"
+        with self._lock, self.explained(what, "asking for the queue's work-done notice"):
+            pending = self.host_access.begin_work_done()
+            if pending is None and self._synchronize_source is None:
                 self._synchronize_source = self.wgpu_device.create_buffer(
                     label="gpuops synchronize", size=4, usage=self.wgpu.BufferUsage.COPY_SRC)
             source = self._synchronize_source
-        self.read_buffer(source, 0, 4, what="Device.synchronize")
+        if pending is not None:
+            self.wait(pending, what, "waiting for the queue")
+        else:
+            self.read_buffer(source, 0, 4, what=what)
 
-    def wait(self, promise, operator: str, step: str):
-        """`promise.sync_wait()`, bounded by `wait_timeout`, ended by the device's loss, and holding no lock while
-        the device works."""
-        event = getattr(promise, "_thread_event", None)  # wgpu-py's: set once the promise's callback has run
-        if event is None:  # a wgpu-py without it: the wait is wgpu's own, unbounded, under the lock as Dawn needs
+    def wait(self, pending: Pending, operator: str, step: str) -> None:
+        """Return once `pending` (a mapping or work-done notice begun through `host_access`) is done: bounded by
+        `wait_timeout`, ended by the device's loss with DeviceError, and holding no lock while the device works, so
+        that other threads submit and wait meanwhile. On wgpu-native the waiting thread polls the device itself
+        (native_wait_pause); Dawn's looks hold the device's lock for one short call into Dawn each."""
+        access = self.host_access
+        event = pending.event
+        if event is None:  # a wgpu-py without the promise's event: wgpu's own wait, unbounded, under the lock
             with self._lock, self.explained(operator, step):
-                return promise.sync_wait()
-        deliver = self._deliver_events
+                access.finish(pending)
+            return
         start = time.monotonic()
         deadline = start + self.wait_timeout
         looks = 0
-        while True:
-            if deliver is None:
-                # wgpu-native's poll thread sets the event, which ends a pause at once; looks in between are only
-                # for the device's loss and the deadline.
-                pause = _WAIT_STEP
-            else:
-                # Dawn runs callbacks only inside a call into it, and its objects are not thread-safe: each look
-                # is a short call under the device's lock, released between looks. Where Dawn can wait for the
-                # promise's future itself, a look blocks in Dawn for up to _DAWN_LOCKED_WAIT, ending the moment the
-                # work does; the pause after it only lets other threads take the lock.
-                with self._lock, self.explained(operator, step):
-                    waited_in_dawn = self._wait_future is not None and self._wait_future(promise, _DAWN_LOCKED_WAIT)
-                    if not waited_in_dawn:
-                        deliver()
-                pause = _DAWN_UNLOCKED_PAUSE if waited_in_dawn else dawn_wait_pause(looks, time.monotonic() - start)
+        try:
+            while True:
+                if access.looks_under_lock:  # Dawn (see PromiseAccess)
+                    with self._lock, self.explained(operator, step):
+                        waited_in_dawn = access.look(pending, _DAWN_LOCKED_WAIT)
+                    pause = _DAWN_UNLOCKED_PAUSE if waited_in_dawn else \
+                        dawn_wait_pause(looks, time.monotonic() - start)
+                elif access.polls:
+                    access.look(pending)
+                    pause = native_wait_pause(time.monotonic() - start)
+                else:  # wgpu-py's poll thread sets the event, which ends a pause at once
+                    pause = _WAIT_STEP
                 looks += 1
-            if event.wait(pause):
-                break
-            if self._watch.lost is not None:
-                raise self.lost_error(operator, step)
-            if time.monotonic() > deadline:
-                raise DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} did not finish "
-                                  f"in {self.wait_timeout} seconds (Device.wait_timeout)")
+                if event.is_set():
+                    break
+                if self._watch.lost is not None:
+                    raise self.lost_error(operator, step)
+                if time.monotonic() > deadline:
+                    raise DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} did not finish "
+                                      f"in {self.wait_timeout} seconds (Device.wait_timeout)")
+                if pause and event.wait(pause):
+                    break
+        except BaseException:
+            access.abandon(pending)
+            raise
         with self.explained(operator, step):
-            return promise.sync_wait()
+            access.finish(pending)
 
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         """The pipeline and bind group layout of a kernel, from the device's bounded cache. Dispatches keep their

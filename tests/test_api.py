@@ -87,7 +87,7 @@ def test_runtime_checks_refusals(monkeypatch):
     monkeypatch.delenv("GPUOPS_RUNTIME_CHECKS")
     # A wgpu-py whose internals no longer reach wgpu-native's trusted shader modules: kept by default, refused
     # when asked to leave them out.
-    monkeypatch.setattr(gpuops.backends, "_wgpu_native_trusted_entry", lambda: None)
+    monkeypatch.setattr(gpuops.wgpu_internals, "_trusted_entry", lambda: None)
     assert gpuops.Device(backend="wgpu-native").runtime_checks is True
     with pytest.raises(gpuops.DeviceError, match=r"runtime_checks=False needs wgpu-native's trusted shader modules"):
         gpuops.Device(backend="wgpu-native", runtime_checks=False)

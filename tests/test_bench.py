@@ -183,6 +183,7 @@ def test_adapters_show_backend_type_limits_and_features(capsys):
     assert "max-storage-buffer-binding-size" in out and "min-storage-buffer-offset-alignment" in out
     assert "timestamp-query" in out and "features: " in out
     assert "(default)" in out
+    assert "[0] " in out and "[index] as Device(adapter=index) and GPUOPS_ADAPTER=index pick them" in out
 
 
 # ---------------------------------------------------------------------------------------------------------- op

@@ -46,33 +46,41 @@ def specials(dtype: str) -> np.ndarray:
 
 
 class Counter:
-    """Counts the read-backs (buffer maps, queue.read_buffer) and submissions of a device from now on."""
+    """Counts the read-backs (buffer maps, queue.read_buffer), the queue's work-done notices and the submissions of a
+    device from now on."""
 
     def __init__(self, device: gpuops.Device, monkeypatch):
-        self.maps = self.reads = self.submits = 0
+        self.maps = self.reads = self.submits = self.work_done = 0
         self._inside_map = False
-        buffer_type = type(device.placeholder("read"))
+        access_type = type(device.host_access)
         queue_type = type(device.wgpu_device.queue)
-        map_async, read_buffer, submit = buffer_type.map_async, queue_type.read_buffer, queue_type.submit
+        begin_map, begin_work_done = access_type.begin_map, access_type.begin_work_done
+        read_buffer, submit = queue_type.read_buffer, queue_type.submit
 
-        def counted_map(buffer, *args, **kwargs):
+        def counted_map(access, *args, **kwargs):
             self.maps += 1
             self._inside_map = True
             try:
-                return map_async(buffer, *args, **kwargs)
+                return begin_map(access, *args, **kwargs)
             finally:
                 self._inside_map = False
+
+        def counted_work_done(access):
+            pending = begin_work_done(access)
+            self.work_done += pending is not None
+            return pending
 
         def counted_read(queue, *args, **kwargs):
             self.reads += 1
             return read_buffer(queue, *args, **kwargs)
 
         def counted_submit(queue, *args, **kwargs):
-            if not self._inside_map:  # wgpu-native's map_async submits nothing of its own to flush the queue
+            if not self._inside_map:  # wgpu-py's map_async on wgpu-native flushes the queue with an empty submit
                 self.submits += 1
             return submit(queue, *args, **kwargs)
 
-        monkeypatch.setattr(buffer_type, "map_async", counted_map)
+        monkeypatch.setattr(access_type, "begin_map", counted_map)
+        monkeypatch.setattr(access_type, "begin_work_done", counted_work_done)
         monkeypatch.setattr(queue_type, "read_buffer", counted_read)
         monkeypatch.setattr(queue_type, "submit", counted_submit)
 
@@ -157,20 +165,24 @@ def test_chained_calls_read_nothing_back(device, monkeypatch):
     assert counter.read_backs == 3  # one map per .numpy()
 
 
-def test_synchronize_waits_with_one_read_back_of_its_own(device, monkeypatch):
-    """Device.synchronize(): one submission of a 4-byte copy and one mapping, no pool growth over many calls; the
-    results of the calls before it are there (the queue runs in order)."""
+def test_synchronize_waits_for_the_queue_without_growth(device, monkeypatch):
+    """Device.synchronize(): on wgpu-native one work-done notice of the queue and nothing submitted; on Dawn one
+    submission of a 4-byte copy and one mapping. No pool growth over many calls; the results of the calls before it
+    are there (the queue runs in order)."""
     fresh = gpuops.Device(wgpu_device=device.wgpu_device)
     x_host = np.float32([3, -0.0, -7, np.nan])
     x = gpuops.asarray(x_host, fresh)
     signs = gpuops.sign(x)
-    fresh.synchronize()  # the pool's staging buffer for it is made now
+    fresh.synchronize()  # on Dawn the pool's staging buffer for it is made now
     created = fresh.pool.stats().created
     counter = Counter(fresh, monkeypatch)
     for _ in range(20):
         gpuops.sign(signs, out=signs)
         assert fresh.synchronize() is None
-    assert counter.submits == 40 and counter.read_backs == 20
+    if fresh.backend == "wgpu-native":
+        assert (counter.submits, counter.read_backs, counter.work_done) == (20, 0, 20)
+    else:
+        assert (counter.submits, counter.read_backs) == (40, 20)
     assert fresh.pool.stats().created == created
     same(signs.numpy(), np.float32([1, 0, -1, 0]))
 

@@ -512,7 +512,8 @@ def run_adapters(args) -> int:
         adapters = api.gpu.enumerate_adapters_sync()
         preferred = api.gpu.request_adapter_sync(power_preference="high-performance")
         preferred_info = dict(preferred.info) if preferred is not None else None
-        print(f"{name} ({api.__name__} {getattr(api, '__version__', '?')}): {len(adapters)} adapter(s)")
+        print(f"{name} ({api.__name__} {getattr(api, '__version__', '?')}): {len(adapters)} adapter(s), "
+              "[index] as Device(adapter=index) and GPUOPS_ADAPTER=index pick them")
         for index, adapter in enumerate(adapters):
             _print_adapter(index, adapter, preferred_info)
         listed += len(adapters)
