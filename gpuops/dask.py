@@ -45,7 +45,7 @@ from .backends import BACKEND_ENV, load_backend
 from .enums import integer_value
 from .errors import GpuOpsError, ValidationError, shown
 
-__all__ = ["LocalGPUCluster", "WorkerAdapter", "to_host", "worker_adapters"]
+__all__ = ["LocalGPUCluster", "WorkerAdapter", "default_adapters", "to_host", "worker_adapters"]
 
 _logger = logging.getLogger(__name__)
 
@@ -113,12 +113,12 @@ class LocalGPUCluster(distributed.LocalCluster):
     """A dask.distributed LocalCluster with one worker process per adapter: each worker's GPUOPS_ADAPTER names its
     adapter by index, so its default device (the one gpuops.asarray and the functions use) is that adapter.
 
-    `adapters`: the adapters' indices (gpuops.adapters() lists them); None takes every adapter of the kind gpuops
-    chooses by default (the backend and type of the adapter it picks: every discrete GPU of a machine with several,
-    the software adapter of a machine with none). `workers_per_adapter`: how many workers may share an adapter (1:
+    `adapters`: the adapters' indices (gpuops.adapters() lists them); None takes default_adapters(): every adapter
+    of the kind gpuops' default device runs on. `workers_per_adapter`: how many workers may share an adapter (1:
     none share). `n_workers`: how many workers to start (None: all the adapters allow); `scale` adds workers to the
     adapters with the fewest first, and refuses to go past `len(adapters) * workers_per_adapter`.
-    `threads_per_worker` (default 1) is how many chunks each worker runs at once. Other keywords go to
+    `threads_per_worker` (default 2) is how many tasks each worker runs at once: two let one chunk's host copies
+    run while another's kernels do (as a large gpuops call keeps two pieces under way). Other keywords go to
     distributed.LocalCluster (`env` to every worker, beside GPUOPS_ADAPTER). `backend` ('wgpu-native' or 'dawn')
     is set in the workers' GPUOPS_BACKEND where given; adapter indices are that backend's.
 
@@ -127,7 +127,7 @@ class LocalGPUCluster(distributed.LocalCluster):
     (ValidationError)."""
 
     def __init__(self, adapters: list[int] | tuple[int, ...] | None = None, *, n_workers: int | None = None,
-                 workers_per_adapter: int = 1, threads_per_worker: int = 1, backend: str | None = None,
+                 workers_per_adapter: int = 1, threads_per_worker: int = 2, backend: str | None = None,
                  memory_limit="auto", **kwargs):
         where = "gpuops.dask.LocalGPUCluster"
         sharing = integer_value(workers_per_adapter)
@@ -181,17 +181,24 @@ class LocalGPUCluster(distributed.LocalCluster):
         raise AssertionError("unreachable")
 
 
+def default_adapters(backend: str | None = None) -> list[int]:
+    """The indices of the adapters a LocalGPUCluster takes by default: every adapter of the kind gpuops' default
+    device runs on (GPUOPS_ADAPTER, where set, picks that kind), the same backend and type: every discrete GPU of a
+    machine with several, the software adapter of a machine with none."""
+    chosen = pick_adapter(load_backend(backend), *wanted_adapter(None))
+    kind = (chosen.info["backend_type"], chosen.info["adapter_type"])
+    return [a.index for a in adapters(backend) if (a.backend, a.type) == kind]
+
+
 def _adapter_indices(where: str, given, backend: str | None) -> list[int]:
     """The adapters' indices: each given one checked (DeviceError past the end or for an adapter that cannot run
-    compute shaders, as Device(adapter=index) would), or those of the kind gpuops chooses by default."""
-    module = load_backend(backend)
+    compute shaders, as Device(adapter=index) would), or default_adapters()."""
     if given is None:
-        chosen = pick_adapter(module, *wanted_adapter(None))
-        kind = (chosen.info["backend_type"], chosen.info["adapter_type"])
-        return [a.index for a in adapters(backend) if (a.backend, a.type) == kind]
+        return default_adapters(backend)
     if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
         raise ValidationError(f"{where}: adapters {shown(given)}; allowed: None or a sequence of adapter indices "
                               "(see gpuops.adapters())")
+    module = load_backend(backend)
     indices = []
     for position, value in enumerate(given):
         index = integer_value(value)

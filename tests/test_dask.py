@@ -39,8 +39,9 @@ FLOATS = ["float32", "float16"]  # IS_NAN and IS_INFINITY take floats only
 
 @pytest.fixture(scope="module")
 def client():
-    with gpuops.dask.LocalGPUCluster(n_workers=2, workers_per_adapter=2, dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    adapters = gpuops.dask.default_adapters()[:2]  # room for two workers: two adapters, or one shared
+    with gpuops.dask.LocalGPUCluster(adapters, workers_per_adapter=3 - len(adapters), dashboard_address=None) as \
+            cluster, distributed.Client(cluster) as client:
         yield client
 
 
@@ -127,12 +128,19 @@ def test_each_worker_reports_its_adapter(client):
     assert set(reported) == set(workers)
     listed = {adapter.index: adapter for adapter in gpuops.adapters()}
     for address, info in workers.items():
-        index = int(info["name"].split("-")[1])  # adapter-<index>-<k>
+        index = int(info["name"].split("-")[1])  # adapter-<index>, or adapter-<index>-<k> where they share
         assert reported[address].setting == str(index)
         adapter = listed[index]
         assert reported[address].name == f"{adapter.name} ({adapter.backend}, {adapter.type})"
     pids = client.run(os.getpid)
     assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()  # a device each, in its own process
+
+
+def test_scaling_past_the_adapters_is_refused(client):
+    with pytest.raises(gpuops.ValidationError, match=r"^gpuops.dask.LocalGPUCluster.scale: 3 workers; the adapters "
+                                                     r"\[\d+(, \d+)?\] with workers_per_adapter=\d have room for 2"):
+        client.cluster.scale(3)
+    assert len(client.cluster.worker_spec) == 2
 
 
 def test_gathering_device_chunks_is_refused(client):
@@ -174,9 +182,8 @@ def test_impossible_assignments_are_refused():
     with pytest.raises(gpuops.DeviceError, match=r"^gpuops.dask.LocalGPUCluster: adapters\[1\]: index 99 is past the "
                                                  r"adapters .*; adapters: \[0\] "):
         gpuops.dask.LocalGPUCluster([0, 99])
-    with pytest.raises(gpuops.ValidationError, match=r"^gpuops.dask.LocalGPUCluster: 2 workers; the adapters \[0\] "
-                                                     r"with workers_per_adapter=1 have room for 1 \(one GPU per worker\); "
-                                                     r"pass workers_per_adapter=2 or more"):
+    room = r"^gpuops.dask.LocalGPUCluster: 2 workers; the adapters \[0\] with workers_per_adapter=1 have room for 1 "
+    with pytest.raises(gpuops.ValidationError, match=room + r"\(one GPU per worker\); pass workers_per_adapter=2 or "):
         gpuops.dask.LocalGPUCluster([0], n_workers=2)
     with pytest.raises(gpuops.ValidationError, match=r"3 workers; the adapters \[0\] with workers_per_adapter=2 have "
                                                      r"room for 2"):
