@@ -10,7 +10,8 @@ on Dawn through the public calls), interleaved with gpuops' rows, one call of ea
   map+block     write 4 KiB, a copy kernel, a copy into a MAP_READ buffer, its map with a callback of this script's
                 own run inside this thread's blocking poll, the read (wgpu-py's poll thread is never woken)
   map+spin      the same, waited for by non-blocking polls on this thread                 (wgpu-native)
-  map+thread    the same through wgpu-py's map_async + sync_wait (wgpu-native: its poll thread runs the callback)
+  map+thread    the same through wgpu-py's map_async + sync_wait (wgpu-native: its poll thread runs the callback),
+                measured apart, beside map+block again (its poll thread slows the row after it)
   synchronize   gpuops Device.synchronize() on an idle queue       (goal: <= 1.2 x submit+block)
   sign 1024     gpuops.sign of 1024 float32, host arrays both ways  (goal: <= 1.3 x map+block and <= 150 us)
 chain        modulus_floor then sign on --chain-size float32 device arrays with one synchronize, against the two
@@ -220,21 +221,33 @@ class Floors:
 
     def _map_public(self) -> None:
         self._record()
-        self.staging.map_async(self.device.wgpu.MapMode.READ).sync_wait()
+        # wgpu-native: without wgpu-py's flush (an empty submit before a READ mapping), as its queue.read_buffer maps
+        mode = "READ_NOSYNC" if self.native is not None else self.device.wgpu.MapMode.READ
+        self.staging.map_async(mode).sync_wait()
         np.copyto(self.result, np.frombuffer(self.staging.read_mapped(copy=False), np.float32))
         self.staging.unmap()
 
 
 def measure_floors(device: gpuops.Device, rounds: int, warmup: int) -> dict:
+    """The floors and gpuops' rows in turn; wgpu-py's poll-thread map apart, beside the map floor again: its poll
+    thread, still finishing its loop when the next row starts, competes with that row for the GIL."""
     floors = Floors(device)
     x = np.linspace(-3, 3, 1024, dtype=np.float32)
     case = {"exact": exact(gpuops.sign(x, device=device), np.sign(x))}
-    runs = {**floors.runs(), "synchronize": device.synchronize, "sign 1024": lambda: gpuops.sign(x, device=device)}
+    runs = floors.runs()
+    thread = {"map+thread": runs.pop("map+thread")}
+    runs.update({"synchronize": device.synchronize, "sign 1024": lambda: gpuops.sign(x, device=device)})
     case.update(interleaved(runs, rounds, warmup))
+    beside = "map+block" if "map+block" in runs else "sign 1024"
+    apart = interleaved({f"{beside} (beside map+thread)": runs[beside], **thread}, rounds, warmup)
+    case.update(apart)
     idle = case.get("submit+block", case.get("submit+done"))["median_ns"]
-    mapped = case.get("map+block", case["map+thread"])["median_ns"]
+    if "map+block" in case:
+        sign, mapped = case["sign 1024"]["median_ns"], case["map+block"]["median_ns"]
+    else:  # Dawn: against the public map, taken in the same rounds
+        sign, mapped = case["sign 1024 (beside map+thread)"]["median_ns"], case["map+thread"]["median_ns"]
     case["ratios"] = {"synchronize / idle floor": case["synchronize"]["median_ns"] / idle,
-                      "sign 1024 / map floor": case["sign 1024"]["median_ns"] / mapped}
+                      "sign 1024 / map floor": sign / mapped}
     return case
 
 
@@ -347,7 +360,7 @@ def split_devices(device: gpuops.Device, wanted: int | None) -> tuple[list[gpuop
     """One Device per adapter of the default device's name and backend (identical GPUs), or `wanted` Devices on the
     default adapter where there is one such adapter or gpuops cannot pick adapters by index."""
     listing = getattr(gpuops, "adapters", None)
-    if listing is not None:
+    if callable(listing):  # (in an older gpuops, gpuops.adapters is a module)
         info = device.adapter.info
         twins = [a for a in listing(device.backend) if a.name == info["device"] and a.backend == info["backend_type"]]
         if len(twins) > 1 and (wanted is None or wanted <= len(twins)):
@@ -592,7 +605,7 @@ def main(argv: list[str] | None = None) -> dict:
     cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # NVIDIA: the same power state
     device = gpuops.default_device()
     document = {"schema": SCHEMA, "adapter": device.adapter_name, "backend": device.backend,
-                "gpuops": getattr(gpuops, "__version__", "?"), "wgpu": wgpu.__version__,
+                "gpuops": getattr(gpuops, "__version__", "?"), "gpuops_path": gpuops.__file__, "wgpu": wgpu.__version__,
                 "host": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
                 "cuda_context": cuda_context is not None, "quick": quick}
     floors = measure_floors(device, args.rounds, args.warmup) if "floors" not in args.skip else None

@@ -15,7 +15,8 @@ from .validation import validate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Adapter", "adapters", "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceArray",
+    "Adapter", "adapters",
+    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceArray",
     "DeviceError", "asarray",
     "DispatchPolicy",
     "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",

@@ -42,8 +42,10 @@ _WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's pr
 # wgpu-native: a wait polls without pausing for its first _SPIN_SECONDS (a small call's work ends within them, and
 # the operating system's shortest sleep would end the wait tens of microseconds late), then pauses for at most
 # _LATE_SHARE of the time waited so far (at least _SHORTEST_PAUSE): a long wait ends at most about that share late,
-# with a few hundred polls a second of a few microseconds each.
-_SPIN_SECONDS = 1e-3
+# with a few hundred polls a second of a few microseconds each. The spin is short because a thread that takes the
+# GIL back right after each poll keeps other Python threads from it (CPython hands the GIL over only when its holder
+# lets it go long enough), and during a pause the GIL is free.
+_SPIN_SECONDS = 2.5e-4
 _LATE_SHARE = 0.02
 _SHORTEST_PAUSE = 5e-5
 

@@ -311,11 +311,6 @@ class ReadBack:
                 pool.release(*done, staging)
                 done.clear()
 
-    def abandon(self) -> None:
-        """Give the staging buffer back without reading it (a failure elsewhere): destroyed if still mapping."""
-        with self.device._lock:
-            _give_back_mappable(self.device, self.pool, self.staging, self.pending, None)
-
 
 def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int,
                     what: str = "gpuops", uses=()) -> ReadBack:

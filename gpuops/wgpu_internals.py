@@ -30,6 +30,33 @@ import threading
 import types
 
 
+class Flag:
+    """A one-way event for one waiter: threading.Event's is_set, set and wait(timeout) on one lock, held until set
+    (made for every wait: an Event is a lock, a condition and a list)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._lock.acquire()
+
+    def set(self) -> None:
+        if self._lock.locked():
+            try:
+                self._lock.release()
+            except RuntimeError:  # set meanwhile by another thread
+                pass
+
+    def is_set(self) -> bool:
+        return not self._lock.locked()
+
+    def wait(self, timeout: float) -> bool:
+        if self._lock.acquire(timeout=timeout):
+            self._lock.release()
+            return True
+        return False
+
+
 class Pending:
     """A buffer mapping or a queue's work-done notice under way. `event` is set once wgpu has run its callback (None
     where the backend gives no way to look: the wait is then the promise's own); `failure` is wgpu's reason where it
@@ -37,7 +64,7 @@ class Pending:
 
     __slots__ = ("event", "failure", "key", "promise")
 
-    def __init__(self, event: threading.Event | None, key: int = 0, promise=None):
+    def __init__(self, event: Flag | threading.Event | None, key: int = 0, promise=None):
         self.event = event
         self.failure: str | None = None
         self.key = key
@@ -131,7 +158,7 @@ class NativeAccess:
     def _begin(self, info, what: str, call) -> Pending:
         calls = self._calls
         key = next(_keys)
-        pending = _pending[key] = Pending(threading.Event(), key)
+        pending = _pending[key] = Pending(Flag(), key)
         info.mode = calls.callback_mode
         info.callback = calls.callbacks[what]
         info.userdata1 = calls.ffi.cast("void *", key)

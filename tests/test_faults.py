@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wgpu
 
 import gpuops
 from gpuops.pool import pool_of

@@ -379,9 +379,9 @@ def _uploads(monkeypatch) -> list[int]:
     sizes: list[int] = []
     upload = api.upload
 
-    def spy(device, pool, data, encoder, staged=None):
+    def spy(device, pool, data, encoder, *rest):
         sizes.append(data.nbytes)
-        return upload(device, pool, data, encoder, staged)
+        return upload(device, pool, data, encoder, *rest)
 
     monkeypatch.setattr(api, "upload", spy)
     return sizes
