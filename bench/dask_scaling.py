@@ -16,7 +16,7 @@ say so):
   scheduler Dask's own cost: a persist of one trivial task per worker (the round trip), and of 64 trivial tasks
             per worker (per task)
   single    (N = 1 only) the host row's path on --single-elements pairs against one plain gpuops.modulus_floor
-            call on the same pairs in this process, on the same adapter (goal: Dask <= 1.3 x plain)
+            call on as many pairs in this process, on the same adapter (goal: Dask <= 1.3 x plain)
 Limits without Dask, for each N:
   memory    host memory bandwidth: N processes each copying --copy-bytes with np.copyto at once, into a
             destination written before (pre-touched) and into a new one (page faults, as a new result array)
@@ -25,8 +25,10 @@ Limits without Dask, for each N:
             links and host path of N GPUs with nothing of Dask
 Rates are elements per second and GB/s of host data (12 bytes a pair: a, b and the result) or of device memory
 (16 bytes an element: two kernels each reading and writing float32); each figure is the median of --repeats timed
-runs after one untimed run. Every Dask result's first chunk is checked against NumPy bit for bit. --quick: sizes
-for the software adapter (2^20 elements, chunks of 2^18, workers 1 and 2, copies of 16 MiB).
+runs after one untimed run. Every Dask result's first chunk is checked against NumPy bit for bit. Where PyTorch
+finds CUDA, this process holds a CUDA context on every GPU (NVIDIA's driver otherwise runs Vulkan compute in a
+lower performance state; --no-cuda-context leaves them out). --quick: sizes for the software adapter (2^20
+elements, chunks of 2^18, workers 1 and 2, copies of 16 MiB).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import time
 import numpy as np
 
 import gpuops
+from gpuops.bench.torch_compare import torch_cuda
 
 try:
     import dask
@@ -262,7 +265,7 @@ def measure_single(client, adapter: int, total: int, chunk: int, repeats: int) -
     """The host row's Dask path against one plain call on the same pairs and the same adapter."""
     dask_row = measure_host(client, total, chunk, repeats)
     device = gpuops.Device(adapter=adapter)
-    pair = pair_values(1, total)  # (one chunk of all the pairs: the same values as the Dask path's first chunk)
+    pair = pair_values(1, total)  # (as many pairs, in one array; the Dask path's first chunk starts the same)
     a, b = pair[0], pair[1]
     samples = timed(lambda: gpuops.modulus_floor(a, b, device=device), repeats)
     plain = rate_row(total, samples, HOST_BYTES_PER_PAIR)
@@ -396,7 +399,8 @@ def goals(document: dict) -> list[dict]:
 
 def report(document: dict) -> None:
     print(f"gpuops {document['gpuops_version']} on {', '.join(document['adapter_names'])}; dask {document['dask']}, "
-          f"distributed {document['distributed']}; {document['cpus']} CPUs")
+          f"distributed {document['distributed']}; {document['cpus']} CPUs; CUDA contexts held: "
+          f"{document['cuda_contexts']}")
     print(f"{'workers':>7} {'host s':>9} {'host GB/s':>9} {'x':>5} {'device s':>9} {'dev GB/s':>9} {'x':>5} "
           f"{'kernels s':>9} {'round trip ms':>13} {'ms/task':>7}  chunks per worker")
     for row in document["clusters"]:
@@ -439,6 +443,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--copy-bytes", type=parse_size, default=None, help="default 2^30 (--quick: 2^24)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip", nargs="*", default=[], choices=("single", "memory", "gpuops"))
+    parser.add_argument("--no-cuda-context", action="store_true",
+                        help="hold no CUDA context (by default, where PyTorch finds CUDA, one on every CUDA GPU)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     quick = args.quick
@@ -449,13 +455,17 @@ def main(argv: list[str] | None = None) -> dict:
     chunk = args.chunk_elements or (1 << (18 if quick else 26))
     copy_bytes = args.copy_bytes or (1 << (24 if quick else 30))
 
+    # NVIDIA's driver runs Vulkan compute in a lower performance state while no CUDA context exists on the GPU; a
+    # context in any process counts, so this process holds one on every GPU for the whole run.
+    torch = None if args.no_cuda_context else torch_cuda()
+    cuda_contexts = [torch.zeros(1, device=f"cuda:{i}") for i in range(torch.cuda.device_count())] if torch else []
     listed = gpuops.adapters()
     adapters = gpuops.dask.default_adapters() if args.adapters is None else args.adapters
     names = {a.index: f"[{a.index}] {a.name} ({a.backend}, {a.type})" for a in listed}
     document = {"schema": SCHEMA, "gpuops_version": gpuops.__version__, "dask": dask.__version__,
                 "distributed": distributed.__version__, "numpy": np.__version__, "python": platform.python_version(),
                 "host": platform.platform(), "cpus": os.cpu_count(), "adapters": adapters,
-                "adapter_names": [names[i] for i in adapters], "quick": quick,
+                "adapter_names": [names[i] for i in adapters], "quick": quick, "cuda_contexts": len(cuda_contexts),
                 "options": {"threads_per_worker": args.threads_per_worker, "chunk_elements": chunk,
                             "host_elements": host_elements, "device_elements": device_elements,
                             "single_elements": single_elements, "copy_bytes": copy_bytes, "repeats": args.repeats},

@@ -147,6 +147,12 @@ class LocalGPUCluster(distributed.LocalCluster):
         if kwargs.pop("processes", True) is not True:
             raise ValidationError(f"{where}: processes=False; each worker needs a process of its own (its "
                                   f"{ADAPTER_ENV} picks its default device)")
+        worker_class = kwargs.get("worker_class")
+        if worker_class is not None and not (isinstance(worker_class, type) and
+                                             issubclass(worker_class, distributed.Nanny)):
+            raise ValidationError(f"{where}: worker_class {shown(worker_class)}; allowed: distributed.Nanny or a "
+                                  f"subclass (each worker needs a process of its own, which a nanny starts with its "
+                                  f"{ADAPTER_ENV})")
         self._worker_env = dict(kwargs.pop("env", None) or {})
         if backend is not None:
             self._worker_env[BACKEND_ENV] = backend

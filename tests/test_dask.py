@@ -198,7 +198,9 @@ def test_impossible_assignments_are_refused():
                                ({"adapters": 0}, r"adapters 0; allowed: None or a sequence"),
                                ({"workers_per_adapter": 0}, r"workers_per_adapter 0; allowed"),
                                ({"n_workers": -1}, r"n_workers -1; allowed"),
-                               ({"processes": False}, r"processes=False; each worker needs a process")):
+                               ({"processes": False}, r"processes=False; each worker needs a process"),
+                               ({"worker_class": distributed.Worker}, r"worker_class <class .*Worker'>; allowed: "
+                                                                      r"distributed.Nanny")):
         with pytest.raises(gpuops.ValidationError, match=f"^gpuops.dask.LocalGPUCluster: {refused}"):
             gpuops.dask.LocalGPUCluster(**arguments)
 
