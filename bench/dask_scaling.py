@@ -1,11 +1,11 @@
-"""gpuops on a dask.distributed cluster of 1..N workers, one GPU each (gpuops.dask.LocalGPUCluster), and the limits
-measured beside it.
+"""gpuops on dask.distributed clusters of 1..N workers, one GPU each, and the limits measured beside them.
 
-    python bench/dask_scaling.py --json PATH [--workers 1 2 4] [--quick] [--threads-per-worker N]
+A fresh gpuops.dask.LocalGPUCluster for each size N.
+
+    python bench/dask_scaling.py --json PATH [--workers 1 2 4] [--quick] [--threads-per-worker N] [--skip ...]
         [--host-elements 2^30] [--device-elements 2^30] [--single-elements 2^28] [--chunk-elements 2^26]
 
-For each cluster size N (a fresh cluster each; where N is more than the adapters, workers share them, and the rows
-say so):
+For each N (where N is more than the adapters, workers share them, and the rows say so):
   host      modulus_floor of --host-elements float32 pairs held in the workers' memory (each chunk of (2, chunk)
             holds a chunk of a and of b, made on a worker and persisted there), through
             ab.map_blocks(modulus_floor), persisted: host data to the GPUs and back, rate against N = 1
@@ -20,7 +20,7 @@ say so):
 Limits without Dask, for each N:
   memory    host memory bandwidth: N processes each copying --copy-bytes with np.copyto at once, into a
             destination written before (pre-touched) and into a new one (page faults, as a new result array)
-  gpuops    N processes at once, each with its own adapter, each uploading (gpuops.asarray) and reading back
+  plain     N processes at once, each with its own adapter, each uploading (gpuops.asarray) and reading back
             (.numpy()) --host-elements / N float32, and calling modulus_floor on its share of the pairs: the PCIe
             links and host path of N GPUs with nothing of Dask
 Rates are elements per second and GB/s of host data (12 bytes a pair: a, b and the result) or of device memory
@@ -418,8 +418,8 @@ def report(document: dict) -> None:
     for row in document.get("memory", []):
         print(f"memory: {row['processes']} processes copying: pre-touched {row['pretouched_gb_per_s']:.1f} GB/s, "
               f"new {row['new_gb_per_s']:.1f} GB/s")
-    for row in document.get("without_dask", []):
-        print(f"gpuops: {row['processes']} processes: upload {row['upload']['gb_per_s']:.1f} GB/s, read-back "
+    for row in document.get("plain", []):
+        print(f"plain gpuops, {row['processes']} processes: upload {row['upload']['gb_per_s']:.1f} GB/s, read-back "
               f"{row['read_back']['gb_per_s']:.1f} GB/s, modulus_floor {row['modulus_floor']['gb_per_s']:.1f} GB/s "
               f"of host data ({row['modulus_floor']['seconds']:.4f} s)")
     checks = [row[key]["exact"] for row in document["clusters"] for key in ("host", "device")]
@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--chunk-elements", type=parse_size, default=None, help="default 2^26 (--quick: 2^18)")
     parser.add_argument("--copy-bytes", type=parse_size, default=None, help="default 2^30 (--quick: 2^24)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--skip", nargs="*", default=[], choices=("single", "memory", "gpuops"))
+    parser.add_argument("--skip", nargs="*", default=[], choices=("single", "memory", "plain"))
     parser.add_argument("--no-cuda-context", action="store_true",
                         help="hold no CUDA context (by default, where PyTorch finds CUDA, one on every CUDA GPU)")
     parser.add_argument("--json", metavar="PATH")
@@ -486,8 +486,8 @@ def main(argv: list[str] | None = None) -> dict:
     speedups(document["clusters"], "device")
     if "memory" not in args.skip:
         document["memory"] = measure_memory(workers, copy_bytes, args.repeats)
-    if "gpuops" not in args.skip:
-        document["without_dask"] = measure_gpuops(adapters, workers, host_elements, args.repeats)
+    if "plain" not in args.skip:
+        document["plain"] = measure_gpuops(adapters, workers, host_elements, args.repeats)
     document["goals"] = goals(document)
     report(document)
     if args.json:

@@ -171,20 +171,24 @@ class LocalGPUCluster(distributed.LocalCluster):
                                   "workers_per_adapter=2 or more for workers that share an adapter")
 
     def scale(self, n=0, memory=None, cores=None):
+        # (With memory= or cores=, Dask works the count out itself, and new_worker_spec refuses past the room.)
         if memory is None and cores is None:
             self._refuse_past_room("gpuops.dask.LocalGPUCluster.scale", integer_value(n) or 0)
         return super().scale(n, memory=memory, cores=cores)
 
     def new_worker_spec(self):
+        """The first free slot's worker: the adapter with the fewest workers, its GPUOPS_ADAPTER in the env."""
         taken = set(self.worker_spec)
-        for index, k in self._slots:
-            name = f"adapter-{index}" if self._sharing == 1 else f"adapter-{index}-{k}"
-            if name not in taken:
-                spec = copy.deepcopy(self.new_spec)
-                spec["options"]["env"] = {**self._worker_env, ADAPTER_ENV: str(index)}
-                return {name: spec}
-        self._refuse_past_room("gpuops.dask.LocalGPUCluster.scale", len(taken) + 1)  # (memory= or cores=)
-        raise AssertionError("unreachable")
+        free = [(index, k) for index, k in self._slots if self._name(index, k) not in taken]
+        if not free:
+            self._refuse_past_room("gpuops.dask.LocalGPUCluster.scale", len(taken) + 1)
+        index, k = free[0]
+        spec = copy.deepcopy(self.new_spec)
+        spec["options"]["env"] = {**self._worker_env, ADAPTER_ENV: str(index)}
+        return {self._name(index, k): spec}
+
+    def _name(self, index: int, k: int) -> str:
+        return f"adapter-{index}" if self._sharing == 1 else f"adapter-{index}-{k}"
 
 
 def default_adapters(backend: str | None = None) -> list[int]:

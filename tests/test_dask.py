@@ -120,10 +120,15 @@ def test_device_chunks_stay_on_the_workers_and_move_as_values(client):
     y = client.persist(da.from_array(b, chunks=(3, 10)).map_blocks(gpuops.asarray), workers=[second])
     distributed.wait([x, y])
     assert set(client.who_has(x).values()) == {(first,)} and set(client.who_has(y).values()) == {(second,)}
-    held = client.run(lambda dask_worker: sorted({type(v).__name__ for v in dask_worker.data.values()}))
-    assert held == {first: ["DeviceArray"], second: ["DeviceArray"]}
+    keys = [str(key) for key in flatten([x.__dask_keys__(), y.__dask_keys__()])]
+    assert client.run(types_held, keys=keys) == {first: ["DeviceArray"], second: ["DeviceArray"]}
     with np.errstate(all="ignore"):
         check(client, gpuops.dask.to_host(np.remainder(x, y)), np.remainder(a, b))
+
+
+def types_held(dask_worker, keys: list[str]) -> list[str]:
+    """The type names of what a worker holds under these keys."""
+    return sorted({type(value).__name__ for key, value in dask_worker.data.items() if str(key) in keys})
 
 
 def test_each_worker_reports_its_adapter(client):
