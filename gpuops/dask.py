@@ -1,7 +1,8 @@
 """gpuops on Dask: Dask arrays whose chunks are gpuops device arrays, and one dask.distributed worker per GPU.
 
-Needs the `dask` extra (dask[array] and distributed: `pip install 'gpuops-webgpu[dask]'`); `import gpuops` never
-imports this module. Importing it registers gpuops.DeviceArray as a Dask chunk type, so that:
+Needs the `dask` extra (dask[array] and distributed: `pip install '.[dask]'` in the gpuops checkout, or
+`pip install 'WHEEL.whl[dask]'` with the built wheel); `import gpuops` never imports this module. Importing it
+registers gpuops.DeviceArray as a Dask chunk type, so that:
 - `x.map_blocks(gpuops.asarray)` uploads each chunk of a Dask array to the default device of the worker that holds
   it, and `np.sign`, `np.isnan`, `np.isinf`, `np.remainder` (`%`) and `np.fmod` on the result run chunk by chunk on
   the workers' GPUs (DeviceArray.__array_ufunc__), beside NumPy arrays, Python scalars, other Dask arrays and
@@ -35,8 +36,8 @@ try:
     from dask.array.dispatch import concatenate_lookup
     from distributed.worker_memory import parse_memory_limit
 except ImportError as exc:  # the extra is missing
-    raise ImportError(f"gpuops.dask needs dask[array] and distributed (pip install 'gpuops-webgpu[dask]'): "
-                      f"{exc}") from exc
+    raise ImportError(f"gpuops.dask needs dask[array] and distributed (pip install '.[dask]' in the gpuops "
+                      f"checkout, or pip install 'WHEEL.whl[dask]' with the built wheel): {exc}") from exc
 
 from .adapter_choice import ADAPTER_ENV, adapters, pick_adapter, wanted_adapter
 from .api import default_device
