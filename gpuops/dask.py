@@ -11,7 +11,8 @@ registers gpuops.DeviceArray as a Dask chunk type, so that:
   the process that builds the graph (Dask runs the functions on it to learn the result's type; gpuops does no GPU
   work for zero-size arrays, only the device is opened).
 - A chunk that Dask moves between workers travels as its values: pickling reads a device array back, and
-  unpickling uploads it to the receiving process's default device.
+  unpickling uploads it to the receiving process's default device. Dask counts a device chunk as its nbytes (as it
+  counts CuPy's arrays), so it runs a task where its device chunks are rather than move them.
 
 Dask gathers chunks into one array for `compute()` (and for `rechunk`); gpuops does not copy on the GPU, so
 gathering device arrays is refused: `to_host(x).compute()` reads the chunks back first.
@@ -34,6 +35,7 @@ try:
     import dask.array as da
     import distributed
     from dask.array.dispatch import concatenate_lookup
+    from dask.sizeof import sizeof
     from distributed.worker_memory import parse_memory_limit
 except ImportError as exc:  # the extra is missing
     raise ImportError(f"gpuops.dask needs dask[array] and distributed (pip install '.[dask]' in the gpuops "
@@ -57,8 +59,14 @@ def _refuse_gathering(arrays, axis=0):
                           "back first, gpuops.dask.to_host(x).compute()")
 
 
+def _size_of(array: DeviceArray) -> int:
+    return array.nbytes
+
+
 da.register_chunk_type(DeviceArray)
 concatenate_lookup.register(DeviceArray, _refuse_gathering)
+# Dask places tasks where their input bytes are, and moving a device chunk costs its bytes (as for CuPy's arrays).
+sizeof.register(DeviceArray, _size_of)
 
 
 def _read_back(chunk: DeviceArray) -> np.ndarray:
@@ -180,15 +188,15 @@ class LocalGPUCluster(distributed.LocalCluster):
     def new_worker_spec(self):
         """The first free slot's worker: the adapter with the fewest workers, its GPUOPS_ADAPTER in the env."""
         taken = set(self.worker_spec)
-        free = [(index, k) for index, k in self._slots if self._name(index, k) not in taken]
+        free = [(index, k) for index, k in self._slots if self._worker_name(index, k) not in taken]
         if not free:
             self._refuse_past_room("gpuops.dask.LocalGPUCluster.scale", len(taken) + 1)
         index, k = free[0]
         spec = copy.deepcopy(self.new_spec)
         spec["options"]["env"] = {**self._worker_env, ADAPTER_ENV: str(index)}
-        return {self._name(index, k): spec}
+        return {self._worker_name(index, k): spec}
 
-    def _name(self, index: int, k: int) -> str:
+    def _worker_name(self, index: int, k: int) -> str:
         return f"adapter-{index}" if self._sharing == 1 else f"adapter-{index}-{k}"
 
 

@@ -114,8 +114,8 @@ def test_device_chunks_stay_on_the_workers_and_move_as_values(client):
     """Device-array chunks persisted on one worker, and others on the other: the workers hold device arrays, and a
     ufunc of the two makes Dask move one operand of each task to the other worker, as its values."""
     first, second = client.scheduler_info()["workers"]
-    a = np.arange(-60, 60, dtype=np.int32).reshape(12, 10)
-    b = np.arange(60, -60, -1, dtype=np.int32).reshape(12, 10)
+    a = np.arange(-60, 60, dtype=np.int64).reshape(12, 10)
+    b = np.arange(60, -60, -1, dtype=np.int64).reshape(12, 10)
     x = client.persist(da.from_array(a, chunks=(3, 10)).map_blocks(gpuops.asarray), workers=[first])
     y = client.persist(da.from_array(b, chunks=(3, 10)).map_blocks(gpuops.asarray), workers=[second])
     distributed.wait([x, y])
@@ -124,6 +124,9 @@ def test_device_chunks_stay_on_the_workers_and_move_as_values(client):
     assert client.run(types_held, keys=keys) == {first: ["DeviceArray"], second: ["DeviceArray"]}
     with np.errstate(all="ignore"):
         check(client, gpuops.dask.to_host(np.remainder(x, y)), np.remainder(a, b))
+    # Dask weighs moving a chunk, and places tasks, by its bytes as the workers report them
+    sizes = client.nbytes(summary=False)
+    assert {sizes[key] for key in flatten(x.__dask_keys__())} == {3 * 10 * 8}
 
 
 def types_held(dask_worker, keys: list[str]) -> list[str]:
