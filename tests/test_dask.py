@@ -155,6 +155,18 @@ def test_scaling_past_the_adapters_is_refused(client):
     assert len(client.cluster.worker_spec) == 2
 
 
+def test_own_functions_on_device_chunks_take_dtype(client):
+    """map_blocks of a function of the caller's on device chunks: with dtype=, Dask learns the chunk type by calling
+    it on the zero-size meta; without, its dtype inference needs NumPy to convert the meta, which is refused."""
+    a = np.float32(np.arange(-6, 6).reshape(3, 4))
+    x = chunked(a).map_blocks(gpuops.asarray)
+    back = x.map_blocks(lambda chunk: chunk.numpy(), dtype=x.dtype)
+    assert type(back._meta) is np.ndarray and back._meta.size == 0
+    check(client, back, a)
+    with pytest.raises(TypeError, match=r"gpuops.DeviceArray is on the GPU: read it back with .numpy\(\)"):
+        x.map_blocks(lambda chunk: chunk.numpy())
+
+
 def test_gathering_device_chunks_is_refused(client):
     x = chunked(np.float32(np.arange(12).reshape(3, 4))).map_blocks(gpuops.asarray)
     with pytest.raises(gpuops.ValidationError, match=r"^gpuops.dask: .* gpuops.dask.to_host\(x\).compute\(\)"):
