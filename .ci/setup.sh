@@ -62,7 +62,7 @@ fi
 opengl_adapter() {
   env "${GL_SOFTWARE_ENV[@]}" "$PY" -P - <<'PYEOF'
 import sys, wgpu
-from gpuops.adapters import compute_shader_problem
+from gpuops.adapter_choice import compute_shader_problem
 adapters = [a for a in wgpu.gpu.enumerate_adapters_sync()
             if a.info["backend_type"] == "OpenGL" and compute_shader_problem(a.info, a.limits) is None]
 if not adapters:
