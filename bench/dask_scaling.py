@@ -311,15 +311,20 @@ def copy_process(size: int, repeats: int, barrier, results) -> None:
     results.put(samples)
 
 
+UPLOAD_PIECE = 1 << 28
+
+
 def gpuops_process(adapter: int, elements: int, repeats: int, barrier, results) -> None:
     device = gpuops.Device(adapter=adapter)
     pair = pair_values(1 + adapter, elements)
     a, b = pair[0], pair[1]
-    steps = {"upload": lambda: gpuops.asarray(a, device),
+    # Device arrays of at most UPLOAD_PIECE elements each: one array may not exceed the adapter's largest buffer.
+    pieces = [a[start:start + UPLOAD_PIECE] for start in range(0, elements, UPLOAD_PIECE)]
+    steps = {"upload": lambda: [gpuops.asarray(piece, device) for piece in pieces],
              "read_back": None,
              "modulus_floor": lambda: gpuops.modulus_floor(a, b, device=device)}
-    resident = gpuops.asarray(a, device)
-    steps["read_back"] = resident.numpy
+    resident = [gpuops.asarray(piece, device) for piece in pieces]
+    steps["read_back"] = lambda: [array.numpy() for array in resident]
     samples = {name: [] for name in steps}
     for _ in range(repeats + 1):
         for name, step in steps.items():
@@ -482,19 +487,26 @@ def main(argv: list[str] | None = None) -> dict:
             document["clusters"].append(row)
             if count == 1 and "single" not in args.skip:
                 document["single"] = measure_single(client, adapters[0], single_elements, chunk, args.repeats)
-    speedups(document["clusters"], "host")
-    speedups(document["clusters"], "device")
+        speedups(document["clusters"], "host")
+        speedups(document["clusters"], "device")
+        save(document, args.json)  # what is measured so far survives a later section's failure
     if "memory" not in args.skip:
         document["memory"] = measure_memory(workers, copy_bytes, args.repeats)
+        save(document, args.json)
     if "plain" not in args.skip:
         document["plain"] = measure_gpuops(adapters, workers, host_elements, args.repeats)
     document["goals"] = goals(document)
+    save(document, args.json)
     report(document)
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(document, file, indent=1, default=str)
         print(f"wrote {args.json}")
     return document
+
+
+def save(document: dict, path: str | None) -> None:
+    if path:
+        with open(path, "w") as file:
+            json.dump(document, file, indent=1, default=str)
 
 
 if __name__ == "__main__":
