@@ -124,6 +124,8 @@ class BufferPool:
         recently given back idle buffers are destroyed past the bounds. The buffers given back together are kept
         even where they alone pass the bounds, so that the next call of the same sizes finds them."""
         for buffer in buffers:
+            if id(buffer) in self._order:  # a second owner would get it: gpuops' own bug, never the caller's
+                raise AssertionError(f"gpuops' pool took back a buffer it already holds idle ({buffer.label})")
             usage = buffer.usage
             kind = STAGING if usage & wgpu.BufferUsage.MAP_READ else \
                 UPLOAD if usage & wgpu.BufferUsage.MAP_WRITE else STORAGE
