@@ -1,0 +1,134 @@
+"""The WGSL line count of every kernel the performance tables run (gpuops-bench targets' contiguous and layouts
+sections, at their default element count), planned for a GPU whose storage bindings hold 2 GiB, so that no table
+row is split into several dispatches (on a software adapter too). Nothing is dispatched and no memory is
+touched: the buffers are made at the rows' sizes and only planned for.
+
+    python bench/kernel_lines.py                     # a table: section, row, lines of each kernel it runs
+    python bench/kernel_lines.py --dump DIR          # and each kernel's text, DIR/<section>/<row>.<k>.wgsl
+    python bench/kernel_lines.py --compare A.json B.json   # two --json records side by side, with the change
+
+`--json FILE` keeps the counts, so that two checkouts can be compared (run this script from each, with its own
+gpuops on the path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import gpuops
+from gpuops.bench.targets import (DEFAULT_ELEMENTS, LAYOUT_OPS, LAYOUT_TYPES, OPS, _member, contiguous_elements,
+                                  label, layout_cases, type_pairs)
+from gpuops.bench.workload import Case, buffer_usage, make_desc, tensor_strides
+from gpuops.operators import spec_by_name
+from gpuops.tensor import implied_size_in_bytes
+
+BINDING_LIMIT = 2**31 - 4  # the H100's and H200's max-storage-buffer-binding-size
+
+
+def table_cases(level, n: int = DEFAULT_ELEMENTS) -> list[tuple[str, Case]]:
+    """(section, case) of every row of the targets tables, in their order (targets.measure)."""
+    cases = []
+    for operator, mode in OPS:
+        for in_type, out_type in type_pairs(operator, level):
+            count = contiguous_elements(n, in_type, out_type)
+            cases.append(("contiguous", Case(operator, in_type, out_type, (count,), mode=_member(operator, mode))))
+    for operator, mode in LAYOUT_OPS:
+        spec = spec_by_name(operator)
+        for in_type, out_type in type_pairs(operator, level):
+            if in_type not in LAYOUT_TYPES or out_type != spec.output_type(in_type):
+                continue
+            for section, case in layout_cases(operator, in_type, out_type, n, mode).items():
+                if section == "strided-out" and out_type.size >= 4:
+                    continue
+                cases.append((section, case))
+    return cases
+
+
+def kernels_of(device: gpuops.Device, case: Case) -> list:
+    """The kernels (gpuops.shaders.Kernel) the case's row runs, planned on buffers of its sizes."""
+    desc = make_desc(case)
+    spec = case.spec
+    strides = tensor_strides(case)
+    bindings = {}
+    for name in spec.tensor_fields:
+        data_type = case.out_dtype if name == spec.output else case.dtype
+        size = max(16, -(-implied_size_in_bytes(data_type, case.sizes, strides[name]) // 16) * 16)
+        buffer = device.wgpu_device.create_buffer(size=size, usage=buffer_usage(device))
+        bindings[name] = gpuops.Binding(buffer, 0, size)
+    try:
+        return list(device.compile(desc).kernels(bindings))
+    finally:
+        for binding in bindings.values():
+            binding.buffer.destroy()
+
+
+def measure(dump: Path | None) -> list[dict]:
+    policy = gpuops.DispatchPolicy(binding_size_limit=BINDING_LIMIT, pack_rounds_to_nearest=False)
+    device = gpuops.Device(policy=policy)
+    rows = []
+    for section, case in table_cases(device.feature_level):
+        row = {"section": section, "operator": case.operator, "mode": None if case.mode is None else int(case.mode),
+               "dtype": case.dtype.name, "out_dtype": case.out_dtype.name}
+        row["label"] = label(row)
+        kernels = kernels_of(device, case)
+        row["lines"] = [kernel.source.count("\n") + (not kernel.source.endswith("\n")) for kernel in kernels]
+        rows.append(row)
+        if dump is not None:
+            folder = dump / section
+            folder.mkdir(parents=True, exist_ok=True)
+            for k, kernel in enumerate(kernels):
+                (folder / f"{row['label'].replace(' ', '_').replace('>', '')}.{k}.wgsl").write_text(kernel.source)
+    return rows
+
+
+def show(rows: list[dict]) -> None:
+    print(f"{'section':13s} {'row':42s} lines")
+    for row in rows:
+        print(f"{row['section']:13s} {row['label']:42s} {' + '.join(map(str, row['lines']))}")
+    totals = [sum(row["lines"]) for row in rows]
+    print(f"{len(rows)} rows; lines per row: min {min(totals)}, median {sorted(totals)[len(totals) // 2]}, "
+          f"max {max(totals)}")
+
+
+def compare(before: list[dict], after: list[dict]) -> None:
+    """Rows matched by section and label; a row whose dispatch count changed is shown as it is."""
+    after_by = {(row["section"], row["label"]): row for row in after}
+    print(f"{'section':13s} {'row':42s} {'before':>7s} {'after':>7s} {'change':>7s}")
+    ratios = []
+    for row in before:
+        other = after_by.get((row["section"], row["label"]))
+        was = sum(row["lines"])
+        now = sum(other["lines"]) if other else None
+        if now is not None:
+            ratios.append(now / was)
+        change = f"{now / was - 1:+7.0%}" if now is not None else "   gone"
+        print(f"{row['section']:13s} {row['label']:42s} {was:7d} {now if now is not None else '-':>7} {change}")
+    if ratios:
+        print(f"{len(ratios)} rows; after / before: geometric mean {math.prod(ratios) ** (1 / len(ratios)):.2f}, "
+              f"from {min(ratios):.2f} to {max(ratios):.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, help="write the counts to this file")
+    parser.add_argument("--dump", type=Path, help="write every kernel's text under this folder")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
+                        help="compare two --json records instead of measuring")
+    args = parser.parse_args(argv)
+    if args.compare:
+        before, after = (json.loads(path.read_text()) for path in args.compare)
+        compare(before, after)
+        return 0
+    rows = measure(args.dump)
+    show(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
