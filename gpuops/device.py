@@ -20,11 +20,12 @@ from .backends import (backend_name, backend_of, create_shader_module, event_del
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
-from .operators import OperatorSpec, spec_of
+from .kernel import KernelKey, Operation, operands_of
+from .operators import DeviceFacts, OperatorSpec, spec_of
 from . import shaders
 from .pool import BufferPool, read_back
-from .plan import BoundRegion, DispatchPlan, DispatchPolicy, KernelKey, PlanLimits, operands_of, plan_dispatches
-from .shaders import READ, shader_source
+from .plan import BoundRegion, DispatchPlan, DispatchPolicy, PlanLimits, plan_dispatches
+from .shaders import READ, shader_source, wgsl_file
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
 
@@ -300,7 +301,7 @@ class Device:
             pipelines = self._pipelines
             found = pipelines.get(key)
             if found is None:
-                with self.explained(key.shader, "compiling the kernel"):
+                with self.explained(key.label, "compiling the kernel"):
                     found = pipelines[key] = self._create_pipeline(key)
                 while len(pipelines) > PIPELINE_CACHE_SIZE:
                     pipelines.popitem(last=False)
@@ -308,16 +309,15 @@ class Device:
                 pipelines.move_to_end(key)
             return found
 
-    def plan_limits(self, spec: OperatorSpec, input_type) -> PlanLimits:
-        """The limits and facts the planner works with: the adapter's, unless the policy lowers them."""
+    def plan_limits(self) -> PlanLimits:
+        """The limits the planner works with: the adapter's, unless the policy lowers them."""
         policy = self.policy
         return PlanLimits(
             binding_size=policy.binding_size_limit or self.limits["max-storage-buffer-binding-size"],
             storage_offset_alignment=self.storage_offset_alignment,
             workgroups_per_dimension=(policy.max_workgroups_per_dimension
                                       or self.limits["max-compute-workgroups-per-dimension"]),
-            workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation,
-            pack_rounds_to_nearest=spec.type_policy(input_type).pack_rounding and self.probe_pack_rounding())
+            workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation)
 
     def probe_pack_rounding(self) -> bool:
         """Whether pack2x16float rounds as NumPy does: the policy's answer, else probed once on the device."""
@@ -332,7 +332,7 @@ class Device:
         device, api = self.wgpu_device, self.wgpu
         source = shader_source(key)
         shaders.dump_shader(key, source)
-        module = create_shader_module(api, device, key.shader, source, self.runtime_checks)
+        module = create_shader_module(api, device, key.label, source, self.runtime_checks)
         entries = [{"binding": 0, "visibility": api.ShaderStage.COMPUTE,
                     "buffer": {"type": api.BufferBindingType.uniform}}]
         for binding, _, access, _ in shaders.bindings(key):
@@ -340,7 +340,7 @@ class Device:
             entries.append({"binding": binding, "visibility": api.ShaderStage.COMPUTE, "buffer": {"type": kind}})
         layout = device.create_bind_group_layout(entries=entries)
         pipeline = device.create_compute_pipeline(
-            label=key.shader, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+            label=key.label, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
             compute={"module": module, "entry_point": "main"})
         return pipeline, layout
 
@@ -356,24 +356,11 @@ def _pack_probe_values() -> np.ndarray:
     return np.concatenate([base + 0x1000, base + 0x0e00, base + 0x1200]).view(np.float32)
 
 
-_PACK_PROBE_SHADER = """
-@group(0) @binding(0) var<storage, read> values: array<vec2<f32>>;
-@group(0) @binding(1) var<storage, read_write> packed: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x < arrayLength(&packed)) {
-        packed[id.x] = pack2x16float(values[id.x]);
-    }
-}
-"""
-
-
 def _probe_pack_rounding(gpuops_device: Device) -> bool:
     """Whether the device's pack2x16float rounds float32 values between two float16 normals to the nearer, ties to
     the even one, as NumPy's conversion does. WGSL lets it round either way; float16 MODULUS_FLOOR rounds its
-    results on their bits first where it does not (KernelKey.pack_rounds_to_nearest). The values come from a
-    buffer, so that no compiler can fold the conversions."""
+    results on their bits first where it does not (DeviceFacts.pack_rounds_to_nearest). The values come from a
+    buffer, so that no compiler can fold the conversions (wgsl/probes/pack_rounding.wgsl)."""
     values = _pack_probe_values()
     pairs = values.size // 2
     usage = gpuops_device.wgpu.BufferUsage
@@ -382,7 +369,7 @@ def _probe_pack_rounding(gpuops_device: Device) -> bool:
     with gpuops_device._lock, gpuops_device.explained(what, "preparing"):
         source = device.create_buffer_with_data(data=values.tobytes(), usage=usage.STORAGE)
         result = device.create_buffer(size=pairs * 4, usage=usage.STORAGE | usage.COPY_SRC)
-        module = device.create_shader_module(code=_PACK_PROBE_SHADER)
+        module = device.create_shader_module(code=wgsl_file("probes/pack_rounding.wgsl"))
         pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
         bind_group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": source}}, {"binding": 1, "resource": {"buffer": result}}])
@@ -569,14 +556,22 @@ class CompiledOperator:
         return tuple(shaders.Kernel(plan.key, plan.grid_size, shader_source(plan.key))
                      for plan in self.dispatch_plans(bindings))
 
+    @functools.cached_property
+    def operation(self) -> Operation:
+        """The operator part of this operator's kernels: from its row, its description and, where the kernels
+        depend on one, the device's probed facts."""
+        input_type = self.tensors[0].data_type
+        probed = self.spec.type_policy(input_type).pack_rounding and self.device.probe_pack_rounding()
+        return self.spec.operation(self.desc, DeviceFacts(pack_rounds_to_nearest=probed))
+
     def _dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
         ordered = [bindings[name] for name in self.tensor_fields]
         regions = tuple(BoundRegion(id(b.buffer), b.buffer.size, b.offset) for b in ordered)
-        limits = self.device.plan_limits(self.spec, self.tensors[0].data_type)
-        return plan_dispatches(self.spec, self.desc, self.tensors, regions, limits)
+        request = self.spec.loop_request(self.tensors[0].data_type)
+        return plan_dispatches(self.operation, request, self.tensors, regions, self.device.plan_limits())
 
     def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
-        by_operand = dict(zip(operands_of(self.spec), (bindings[name] for name in self.tensor_fields)))
+        by_operand = dict(zip(operands_of(len(self.spec.inputs)), (bindings[name] for name in self.tensor_fields)))
         return tuple(self._dispatch(plan, by_operand) for plan in self._dispatch_plans(bindings))
 
     def _dispatch(self, plan: DispatchPlan, by_operand: dict) -> _Dispatch:

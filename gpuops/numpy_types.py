@@ -19,7 +19,6 @@ import numpy as np
 from .enums import DataType, FeatureLevel
 from .errors import ValidationError
 from .operators import OperatorSpec
-from .support import support_row
 
 _WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
 
@@ -126,8 +125,8 @@ def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: 
             from None
     compute, result = loop[0], loop[-1]
     data_type = DataType.from_numpy(compute)
-    row = support_row(spec.name, level)
-    allowed = row.types[spec.inputs[0]] if row else frozenset()
+    row = spec.support_row(level)
+    allowed = row.input_types if row else frozenset()
     if data_type is None or data_type not in allowed:
         names_allowed = ", ".join(sorted(t.numpy_dtype.name for t in allowed)) or \
             "none (the operator does not exist at that level)"

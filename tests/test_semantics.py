@@ -195,4 +195,4 @@ def test_float16_modulus_floor_rounding(device, monkeypatch, pack_rounds):
     keys = kernel_keys(rounded, monkeypatch)
     got = run_numpy_api("ELEMENT_WISE_MODULUS_FLOOR", None, DataType.FLOAT16, a, b, device=rounded)
     assert_same_bits(got, reference("ELEMENT_WISE_MODULUS_FLOOR", None, DataType.FLOAT16, a, b), a, b)
-    assert keys and all(key.pack_rounds_to_nearest == pack_rounds for key in keys)
+    assert keys and all(("F16_PACK_ROUNDS_TO_NEAREST", pack_rounds) in key.operation.constants for key in keys)

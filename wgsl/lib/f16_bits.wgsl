@@ -105,7 +105,7 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     if (floored) {
         // rest to the nearest float16 value, ties to even, as NumPy rounds it. WGSL lets pack2x16float round an
         // inexact value either way, so where the device's probe did not find it rounding to nearest, ties to even
-        // (F16_PACK_ROUNDS_TO_NEAREST, KernelKey.pack_rounds_to_nearest), the value is rounded on its bits first:
+        // (F16_PACK_ROUNDS_TO_NEAREST, the Operation's constant), the value is rounded on its bits first:
         // float32's significand cut to float16's 10 bits after adding half float16's unit less one and the kept
         // part's lowest bit (a carry into the exponent is the right rounding). rest is zero (which stays zero;
         // abs: x = -0 leaves rest = -0, whose result is +0, b's sign added) or, in a usual lane, at least 2^-14,

@@ -2,8 +2,7 @@
 // the operator row's TypePolicy (gpuops/operators.py).
 
 // C's truncated remainder and Python's modulus in every lane: lib/signed_by_magnitudes.wgsl, or for int16
-// lib/signed_by_estimate.wgsl and for int8 lib/signed_by_reciprocals.wgsl, chosen by
-// KernelKey.signed_remainder.
+// lib/signed_by_estimate.wgsl and for int8 lib/signed_by_reciprocals.wgsl.
 fn lanes_fmod(a: u32, b: u32) -> u32 {
     return signed_lanes_rem(a, b, false);
 }

@@ -1,4 +1,4 @@
-// Units of narrow.wgsl for an output half as wide as the input (float16 -> uint8, unary): two input chunks give
+// Units of narrow_units.wgsl for an output half as wide as the input (float16 -> uint8, unary): two input chunks give
 // the output chunk, output word k from input words 2k and 2k + 1 (a stepped output's unit: one input chunk, two
 // output words).
 fn results_of_two(w0: u32, w1: u32) -> u32 {

@@ -19,7 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .plan import DispatchPlan, Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement, tile_shape
+from gpuops.kernel import Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement
+from gpuops.plan import DispatchPlan
 
 
 @dataclass
@@ -55,8 +56,8 @@ class _Walk:
         self.inputs = operands[:-1]
         self.result = result
         key = self.key
-        self.in_size = key.input_type.size
-        self.out_size = key.output_type.size
+        self.in_size = key.operation.input_type.size
+        self.out_size = key.operation.output_type.size
         self.wide = key.wide
         self.in_per_word = 1 if self.wide else 4 // self.in_size
         self.out_per_word = 1 if self.wide else 4 // self.out_size
@@ -76,7 +77,7 @@ class _Walk:
     def _views(self) -> dict[tuple[Operand, str], int]:
         """Bytes reachable through each operand's chunk and word views (0: none is bound, or a placeholder)."""
         key, views = self.key, {}
-        for op, placement in zip(self.inputs, key.placements):
+        for op, placement in zip(self.inputs, key.loop.placements):
             window = self.plan.windows[op]
             chunks = window.size - window.size % 16
             if placement is Placement.SEPARATE:
@@ -86,12 +87,12 @@ class _Walk:
             elif placement is Placement.SHARED:  # (its chunks are read as four words)
                 views[op, "chunks"] = views[op, "words"] = window.size
         out = self.plan.windows[Operand.OUT]
-        if key.output_binding is OutputBinding.CHUNKS and not key.atomic_output:
+        if key.loop.output_binding is OutputBinding.CHUNKS and not key.atomic_output:
             size = out.size - out.size % 16
         else:
             size = out.size
         views[Operand.OUT, "chunks"] = views[Operand.OUT, "words"] = size
-        for op, placement in zip(self.inputs, key.placements):
+        for op, placement in zip(self.inputs, key.loop.placements):
             if placement is Placement.VIA_OUTPUT:
                 views[op, "chunks"] = views[op, "words"] = size
         return views
@@ -166,13 +167,13 @@ class _Walk:
 
     def whole(self, op: Operand) -> bool:
         """units_whole: linear, or declared in rows of whole aligned units."""
-        return self.key.forms[op] in (Form.LINEAR, Form.CHUNK_ROWS)
+        return self.key.loop.forms[op] in (Form.LINEAR, Form.CHUNK_ROWS)
 
     def unit_is_chunk(self, op: Operand, offsets: list[int], in_row: bool) -> bool:
         return in_row and self.u.strides[op][self.rank - 1] == 1 and offsets[op] % self.unit == 0
 
     def contiguous_start(self, op: Operand, first: int, offsets: list[int], in_row: bool) -> int | None:
-        if self.key.forms[op] is Form.LINEAR:
+        if self.key.loop.forms[op] is Form.LINEAR:
             return self.u.bases[op] + first
         if self.whole(op) or self.unit_is_chunk(op, offsets, in_row):
             return offsets[op]
@@ -198,7 +199,7 @@ class _Walk:
             if start is not None:
                 if self.unit < self.in_per_chunk:  # two words
                     word = start // self.in_per_word
-                    view = "words" if self.key.placements[op] is not Placement.CHUNKS else "chunks"
+                    view = "words" if self.key.loop.placements[op] is not Placement.CHUNKS else "chunks"
                     self.read(op, view, word * 4, 8)
                     lanes += [word * self.in_per_word + j for j in range(self.unit)]
                 else:
@@ -208,7 +209,7 @@ class _Walk:
             else:
                 for j in range(min(self.unit, self.in_per_chunk)):
                     element = self.unit_element_offsets(first, c * self.in_per_chunk + j, offsets, in_row)[op]
-                    view = "words" if self.key.placements[op] is not Placement.CHUNKS else "chunks"
+                    view = "words" if self.key.loop.placements[op] is not Placement.CHUNKS else "chunks"
                     self.read(op, view, element // self.in_per_word * 4, 4)
                     lanes.append(element)
         return lanes[: self.unit]
@@ -247,7 +248,7 @@ class _Walk:
             for element, source in zip((offsets[out], second), results):
                 self.write(invocation, element * 8, 8, self.value_tags(element * 8, source), atomic)
             return
-        if key.output_store is OutputStore.STEPPED:
+        if key.loop.output_store is OutputStore.STEPPED:
             word = offsets[out] // self.out_per_word
             if self.unit * size * 8 == 64:
                 base, length = word // 4 * 16, 16
@@ -270,7 +271,7 @@ class _Walk:
             self.write(invocation, base, length, tags, atomic, "chunks" if length == 16 else "words")
             return
         # scatter: group consecutive elements by the word (or, owned, the chunk) they fall in
-        group_bytes = 16 if key.output_store is OutputStore.SCATTER_CHUNKS else 4
+        group_bytes = 16 if key.loop.output_store is OutputStore.SCATTER_CHUNKS else 4
         groups: dict[int, dict[int, tuple]] = {}
         order: list[int] = []
         for j in range(self.unit):
@@ -307,7 +308,7 @@ class _Walk:
                 if self.wide:
                     self.read(op, "words", element * 8, 8)
                 else:
-                    view = "words" if self.key.placements[op] is not Placement.CHUNKS else "chunks"
+                    view = "words" if self.key.loop.placements[op] is not Placement.CHUNKS else "chunks"
                     self.read(op, view, element // self.in_per_word * 4, 4)
                 lanes[op] = [element]
             source = self.tags(lanes, 0)
@@ -325,23 +326,23 @@ class _Walk:
         for gz in range(z):
             for gy in range(y):
                 for gx in range(x):
-                    if self.key.grid is Grid.TILES:
+                    if self.key.loop.grid is Grid.TILES:
                         _TileWalk(self, (gx, gy, gz), (x, y, z)).run()
                         continue
-                    for lane in range(self.key.workgroup_size):
+                    for lane in range(self.key.loop.workgroup_size):
                         self.invocation((gx, gy, gz), (x, y, z), lane)
 
     def invocation(self, group: tuple, groups: tuple, lane: int) -> None:
         key = self.key
         invocation = (*group, lane)
-        if key.grid in (Grid.DIVISOR_ROWS, Grid.DIVISOR_ROWS_LOOPED):
+        if key.loop.grid in (Grid.DIVISOR_ROWS, Grid.DIVISOR_ROWS_LOOPED):
             return self.divisor_rows(invocation, group, groups, lane)
-        if key.grid.rows:
+        if key.loop.grid.rows:
             return self.row_units(invocation, group, groups, lane)
         block = group[1] * groups[0] + group[0]
-        first_unit = block * key.workgroup_size * key.units_per_invocation + lane
-        for i in range(key.units_per_invocation):
-            unit = first_unit + i * key.workgroup_size
+        first_unit = block * key.loop.workgroup_size * key.loop.units_per_invocation + lane
+        for i in range(key.loop.units_per_invocation):
+            unit = first_unit + i * key.loop.workgroup_size
             if unit >= self.u.unit_count:
                 return
             first = unit * self.unit
@@ -356,7 +357,8 @@ class _Walk:
 
     def column(self, group: tuple, lane: int, i: int) -> int:
         key = self.key
-        return (group[0] * key.workgroup_size * key.units_per_invocation + lane + i * key.workgroup_size) * self.unit
+        loop = key.loop
+        return (group[0] * loop.workgroup_size * loop.units_per_invocation + lane + i * loop.workgroup_size) * self.unit
 
     def step(self, offsets: list[int], column: int) -> list[int]:
         return [o + column * s for o, s in zip(offsets, self.strides(self.rank - 1))]
@@ -366,7 +368,7 @@ class _Walk:
         if first_row >= self.u.row_count:
             return
         offsets = self.row_offsets(first_row)
-        for i in range(self.key.units_per_invocation):
+        for i in range(self.key.loop.units_per_invocation):
             column = self.column(group, lane, i)
             if column >= self.row_size:
                 return
@@ -383,13 +385,13 @@ class _Walk:
         first_row = self.first_row(group, groups)
         if first_row >= self.u.row_count:
             return
-        looped = self.key.grid is Grid.DIVISOR_ROWS_LOOPED
+        looped = self.key.loop.grid is Grid.DIVISOR_ROWS_LOOPED
         last = self.u.row_count - 1
         if looped:
             rows = [first_row + r for r in range(min(self.key.row_group, self.u.row_count - first_row))]
         else:
             rows = [min(first_row + r, last) for r in range(self.key.row_group)]
-        for i in range(self.key.units_per_invocation):
+        for i in range(self.key.loop.units_per_invocation):
             wanted = self.column(group, lane, i)
             if looped and wanted >= self.row_size:
                 return
@@ -413,8 +415,8 @@ class _TileWalk:
     def __init__(self, walk: _Walk, group: tuple, groups: tuple):
         self.walk, self.group, self.groups = walk, group, groups
         key = walk.key
-        self.shape = tile_shape(key.input_type, key.output_type, key.workgroup_size)
-        self.tiled = [op for op in walk.inputs if key.forms[op] is Form.TILED]
+        self.shape = key.tile
+        self.tiled = [op for op in walk.inputs if key.loop.forms[op] is Form.TILED]
         self.slot_elements = self.shape.slot_elements
         self.out_per_slot = 1 if walk.wide else walk.out_per_word
         self.stride = self.shape.column_slots + 1
@@ -434,7 +436,7 @@ class _TileWalk:
         width, depth = u.sizes[-1], u.sizes[-2]
         (gx, gy, gz), (nx, ny, nz) = self.group, self.groups
         tiles = [self.group]
-        if self.walk.key.tile_loops:
+        if self.walk.key.loop.tile_loops:
             tiles = [(x, y, z) for z in range(gz, u.plane_count, nz) for y in range(gy, -(-depth // shape.depth), ny)
                      for x in range(gx, -(-width // shape.width), nx)]
         for tile_column, tile_row, outer in tiles:
@@ -447,7 +449,7 @@ class _TileWalk:
     def run_tile(self, origin: list[int], columns: int, rows: int) -> None:
         walk, shape = self.walk, self.shape
         rank = walk.rank
-        workgroup = walk.key.workgroup_size
+        workgroup = walk.key.loop.workgroup_size
         # tiles.wgsl: fill_full_tiles reads such a tile untested (where the workgroup's invocations share it evenly)
         full = (columns == shape.width and rows == shape.depth
                 and shape.width * shape.column_slots % workgroup == 0)
@@ -516,7 +518,7 @@ class _TileWalk:
         if walk.wide:
             walk.read(op, "words", (first + k) * 8, 8)
         else:
-            view = "chunks" if walk.key.placements[op] is Placement.CHUNKS else "words"
+            view = "chunks" if walk.key.loop.placements[op] is Placement.CHUNKS else "words"
             walk.read(op, view, (first + k) * 4, 4)
         self.tiles[op][slot] = first + k
 
@@ -536,7 +538,7 @@ class _TileWalk:
         if walk.wide:
             walk.read(op, "words", element * 8, 8)
         else:
-            view = "chunks" if walk.key.placements[op] is Placement.CHUNKS else "words"
+            view = "chunks" if walk.key.loop.placements[op] is Placement.CHUNKS else "words"
             walk.read(op, view, element // walk.in_per_word * 4, 4)
         return element
 
@@ -547,7 +549,7 @@ class _TileWalk:
         step = self.strides(walk.rank - 1)[op]
         start = offsets[op] + first * step
         if op not in self.tiled and not walk.wide and whole and step == 1 and start % walk.in_per_word == 0:
-            view = "chunks" if walk.key.placements[op] is Placement.CHUNKS else "words"
+            view = "chunks" if walk.key.loop.placements[op] is Placement.CHUNKS else "words"
             word = start // walk.in_per_word
             for k in range(max(1, unit // walk.in_per_word)):
                 walk.read(op, view, (word + k) * 4, 4)

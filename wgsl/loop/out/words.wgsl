@@ -1,6 +1,6 @@
-// Output stores when no two invocations write one word: 32/64-bit elements, a linear output, or a unit's own
-// contiguous words. The output has exactly one binding (out_words): WebGPU implementations may refuse two
-// writable views of one buffer range (Dawn does).
+// Output stores through a u32 view (OutputBinding.WORDS, out_words) when no two invocations write one word:
+// 32/64-bit elements, a linear output, or a unit's own contiguous words. The output has exactly one binding: WebGPU
+// implementations may refuse two writable views of one buffer range (Dawn does).
 fn out_store_word(index: u32, bits: u32) {
     out_words[index] = bits;
 }

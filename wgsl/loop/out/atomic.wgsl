@@ -1,5 +1,6 @@
-// Output stores for 8/16-bit elements with strides: elements of one word may belong to different invocations,
-// so each lane is changed with atomics and no other byte of the word is touched.
+// Output stores for 8/16-bit elements with strides (OutputStore.SCATTER_ATOMIC, out_words as atomic<u32>):
+// elements of one word may belong to different invocations, so each lane is changed with atomics and no other byte
+// of the word is touched.
 fn out_store_word(index: u32, bits: u32) {
     atomicStore(&out_words[index], bits);
 }

@@ -1,18 +1,6 @@
-// Output stores through a vec4<u32> view (the output's only binding): whole 16-byte chunks where a unit owns
-// them, single words otherwise. Used when no two invocations write one word and the bound window is whole chunks.
-fn out_store_chunk(chunk: u32, bits: vec4<u32>) {
-    out_chunks[chunk] = bits;
-}
-
-fn out_store_word(index: u32, bits: u32) {
-    out_chunks[index / 4u][index % 4u] = bits;
-}
-
-// `mask` selects the lanes that are this element; the other bytes of the word keep their values.
-fn out_store_lanes(index: u32, bits: u32, mask: u32) {
-    let word = out_chunks[index / 4u][index % 4u];
-    out_chunks[index / 4u][index % 4u] = (word & ~mask) | bits;
-}
+// Stores of some lanes of a chunk (or of a pair of words) that a unit owns, through the vec4<u32> view (chunks.wgsl):
+// the stepped and chunk-scattered outputs (stores/stepped.wgsl, stores/scatter_chunks.wgsl), which the planner
+// binds as chunks.
 
 // The lanes `mask` of chunk `chunk` set to `bits`, the other bytes kept (the chunk is the unit's own).
 fn out_store_chunk_lanes(chunk: u32, bits: vec4<u32>, mask: vec4<u32>) {

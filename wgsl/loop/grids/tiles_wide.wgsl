@@ -1,4 +1,4 @@
-// TILES (wgsl/tiles.wgsl) for 64-bit elements: a tile slot is one element, a group one element (UNIT 1), never
+// TILES (tiles.wgsl) for 64-bit elements: a tile slot is one element, a group one element (UNIT 1), never
 // partial: no word holds two elements.
 
 const SLOT_ELEMENTS: u32 = 1u;

@@ -1,8 +1,8 @@
-// TILES (wgsl/tiles.wgsl) for 8/16/32-bit elements: a tile slot is one u32 word of a tiled input, as it lies in
+// TILES (tiles.wgsl) for 8/16/32-bit elements: a tile slot is one u32 word of a tiled input, as it lies in
 // memory (a column that starts inside a word keeps its offset, tiles.wgsl: tile_element). A group is UNIT
 // elements: whole words of input (one, or float32 -> uint8's four, float16 -> uint8's two) and whole words of
 // output (one, or float16 -> uint32's two). Its input words are made from the tile, each word is computed on all
-// its lanes at once (narrow.wgsl: word_results), and the results are packed into output words.
+// its lanes at once (loop/narrow.wgsl: word_results), and the results are packed into output words.
 //
 // A slot of an 8/16-bit input holds SLOT_ELEMENTS rows of its column, so where every output row starts on a word
 // (no row's groups are skewed, tiles.wgsl: run_tile_rows) an invocation takes a block of SLOT_ELEMENTS rows of its
@@ -91,7 +91,7 @@ fn run_tile_group(origin: vec3<u32>, offsets: vec3<u32>, row: u32, first: u32, c
 }
 
 // The group's output words: whole words stored as such, a partial group's present lanes stored alone
-// (narrow.wgsl: store_lanes; atomic where the output's words are shared).
+// (loop/narrow.wgsl: store_lanes; atomic where the output's words are shared).
 fn store_group(offsets: vec3<u32>, first: u32, columns: u32, whole: bool, out: vec2<u32>) {
     let index = (offsets[OPERAND_OUT] + first) / OUT_PER_WORD;
     if (whole) {

@@ -1,4 +1,4 @@
-// Units of narrow.wgsl when input and output have the same width (every operator but IS_NAN / IS_INFINITY on
+// Units of narrow_units.wgsl when input and output have the same width (every operator but IS_NAN / IS_INFINITY on
 // float16, and those on float32 -> uint32): one input chunk per operand gives the output chunk (half a chunk gives
 // two words where a stepped output halves the unit).
 fn unit_results(first: u32, offsets: vec3<u32>, in_row: bool) -> vec4<u32> {
@@ -17,9 +17,4 @@ fn unit_results_of(a: vec4<u32>, b: vec4<u32>) -> vec4<u32> {
     }
     return vec4<u32>(word_results(a.x, b.x).x, word_results(a.y, b.y).x, word_results(a.z, b.z).x,
                      word_results(a.w, b.w).x);
-}
-
-// An operand's unit, in a row (DIVISOR_ROWS, binary.wgsl).
-fn unit_input(operand: u32, linear: bool, first: u32, offsets: vec3<u32>) -> vec4<u32> {
-    return load_chunk(operand, linear, 0u, first, offsets, true);
 }

@@ -1,4 +1,4 @@
-// Units of narrow.wgsl for an output a quarter as wide as the input (float32 -> uint8, unary): each input chunk
+// Units of narrow_units.wgsl for an output a quarter as wide as the input (float32 -> uint8, unary): each input chunk
 // gives one output word. A unit is one input chunk (UNIT 4): with units of a whole output chunk, four input chunks
 // each, a warp's loads would leave gaps of three chunks between invocations. In replicated rows (ROW_GROUP > 1) a
 // unit's results are stored to several rows and its stores dominate: there a unit is a whole output chunk

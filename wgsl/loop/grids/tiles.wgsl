@@ -12,8 +12,8 @@
 // The prelude adds TILE_GROUPS (groups across a tile), TILE_COLUMN_SLOTS (slots along a tile column), A_TILED /
 // B_TILED and the tiles' sizes; tiles_narrow.wgsl or tiles_wide.wgsl give the storage's slots (SLOT_ELEMENTS,
 // OUT_PER_SLOT, load_slot, slot_element), a group's work (run_tile_group) and how the rows are walked
-// (run_tile_work: run_tile_rows below, or for 8/16-bit inputs blocks of rows). This file's entry point replaces
-// common.wgsl's (gpuops/shaders.py).
+// (run_tile_work: run_tile_rows below, or for 8/16-bit inputs blocks of rows); tiles_plain.wgsl or
+// tiles_prepared.wgsl the workgroup's work (run_workgroup).
 
 const TILE_WIDTH: u32 = TILE_GROUPS * UNIT;
 const TILE_DEPTH: u32 = TILE_COLUMN_SLOTS * SLOT_ELEMENTS;
@@ -158,7 +158,7 @@ fn run_tile_rows(origin: vec3<u32>, lane: u32, columns: u32, rows: u32) {
 }
 
 // Offsets of the first element of the plane at index `outer` of the dimensions outside it (0 .. RANK - 3): what
-// common.wgsl's row_offsets does over one dimension more, written apart so that no other kernel's code changes.
+// loop/rows.wgsl's row_offsets does over one dimension more (row kernels do not include this file).
 fn plane_offsets(outer: u32) -> vec3<u32> {
     var rest = outer;
     var offsets = params.base.xyz;
@@ -174,21 +174,30 @@ fn plane_offsets(outer: u32) -> vec3<u32> {
     return offsets;
 }
 
-// The tile at `tile` (x: its column of tiles, y: its row of tiles, z: its plane); `first`: the workgroup's first
-// tile, after whose loads the workgroup is prepared (so that the division table's fill runs while they are in
-// flight).
-fn run_tile(tile: vec3<u32>, lane: u32, first: bool) {
+// A tile: where its first elements lie, and how many of its columns and rows the tensor has.
+struct Tile {
+    origin: vec3<u32>,
+    columns: u32,
+    rows: u32,
+}
+
+// The tile at `tile` (x: its column of tiles, y: its row of tiles, z: its plane).
+fn tile_at(tile: vec3<u32>) -> Tile {
     let first_column = tile.x * TILE_WIDTH;
     let first_row = tile.y * TILE_DEPTH;
     let columns = min(TILE_WIDTH, dim_size(RANK - 1u) - first_column);
     let rows = min(TILE_DEPTH, dim_size(RANK - 2u) - first_row);
     let origin = plane_offsets(tile.z) + first_row * dim_strides(RANK - 2u) + first_column * dim_strides(RANK - 1u);
-    fill_tiles(origin, lane, columns, rows);
-    if (first) {
-        prepare_workgroup(lane);  // lib/divide_*.wgsl: tables in workgroup memory, if the kernel has any
-    }
+    return Tile(origin, columns, rows);
+}
+
+// The tile at `tile`: its inputs read into workgroup memory, then, once every invocation's reads are there, its
+// groups.
+fn run_tile(tile: vec3<u32>, lane: u32) {
+    let t = tile_at(tile);
+    fill_tiles(t.origin, lane, t.columns, t.rows);
     workgroupBarrier();
-    run_tile_work(origin, lane, columns, rows);
+    run_tile_work(t.origin, lane, t.columns, t.rows);
 }
 
 // The grid (gpuops/plan.py: tiles_key_and_grid) is x = columns of tiles, y = rows of tiles, z = planes (the index
@@ -196,11 +205,7 @@ fn run_tile(tile: vec3<u32>, lane: u32, first: bool) {
 // dimension holds at most 65535 workgroups: past that (TILE_LOOPS), a workgroup takes every groups-th tile after
 // its first. Only kernels that need them have the loops: present but never run, they still made the compiled
 // kernel slower. Their bounds are uniform, so their barriers are in uniform control flow.
-@compute @workgroup_size(WORKGROUP_SIZE)
-fn main(@builtin(workgroup_id) group: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>,
-        @builtin(local_invocation_index) lane: u32) {
-    run_tile(group, lane, true);
+fn run_later_tiles(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
     if (!TILE_LOOPS) {
         return;
     }
@@ -212,7 +217,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>,
                 let tile = vec3<u32>(tile_column, tile_row, outer);
                 if (any(tile != group)) {
                     workgroupBarrier();  // every slot of the previous tile read before this tile's fill
-                    run_tile(tile, lane, false);
+                    run_tile(tile, lane);
                 }
             }
         }
