@@ -7,8 +7,9 @@ touched: the buffers are made at the rows' sizes and only planned for.
     python bench/kernel_lines.py --dump DIR          # and each kernel's text, DIR/<section>/<row>.<k>.wgsl
     python bench/kernel_lines.py --compare A.json B.json   # two --json records side by side, with the change
 
-`--json FILE` keeps the counts, so that two checkouts can be compared (run this script from each, with its own
-gpuops on the path).
+`--json FILE` keeps the counts, so that two checkouts can be compared: this script uses only what every version of
+gpuops has, so it runs from this checkout with another version's tree first on the path (PYTHONPATH=OTHER), as
+bench/kernel_ab.py's timing of two versions' kernels needs.
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ from gpuops.operators import spec_by_name
 from gpuops.tensor import implied_size_in_bytes
 
 BINDING_LIMIT = 2**31 - 4  # the H100's and H200's max-storage-buffer-binding-size
+
+
+def dump_name(section: str, row: dict, k: int) -> str:
+    """Where --dump puts the row's k-th kernel: <section>/<label>.<k>.wgsl."""
+    return f"{section}/{label(row).replace(' ', '_').replace('>', '')}.{k}.wgsl"
 
 
 def table_cases(level, n: int = DEFAULT_ELEMENTS) -> list[tuple[str, Case]]:
@@ -66,11 +72,11 @@ def kernels_of(device: gpuops.Device, case: Case) -> list:
             binding.buffer.destroy()
 
 
-def measure(dump: Path | None) -> list[dict]:
-    policy = gpuops.DispatchPolicy(binding_size_limit=BINDING_LIMIT, pack_rounds_to_nearest=False)
-    device = gpuops.Device(policy=policy)
+def measure(dump: Path | None, elements: int, backend: str | None) -> list[dict]:
+    policy = gpuops.DispatchPolicy(binding_size_limit=BINDING_LIMIT)
+    device = gpuops.Device(policy=policy, **({"backend": backend} if backend else {}))
     rows = []
-    for section, case in table_cases(device.feature_level):
+    for section, case in table_cases(device.feature_level, elements):
         row = {"section": section, "operator": case.operator, "mode": None if case.mode is None else int(case.mode),
                "dtype": case.dtype.name, "out_dtype": case.out_dtype.name}
         row["label"] = label(row)
@@ -78,10 +84,10 @@ def measure(dump: Path | None) -> list[dict]:
         row["lines"] = [kernel.source.count("\n") + (not kernel.source.endswith("\n")) for kernel in kernels]
         rows.append(row)
         if dump is not None:
-            folder = dump / section
-            folder.mkdir(parents=True, exist_ok=True)
             for k, kernel in enumerate(kernels):
-                (folder / f"{row['label'].replace(' ', '_').replace('>', '')}.{k}.wgsl").write_text(kernel.source)
+                path = dump / dump_name(section, row, k)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(kernel.source)
     return rows
 
 
@@ -118,12 +124,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, help="write every kernel's text under this folder")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
                         help="compare two --json records instead of measuring")
+    parser.add_argument("--elements", type=int, default=DEFAULT_ELEMENTS, help="the tables' element count")
+    parser.add_argument("--backend", help="the WebGPU implementation (gpuops.Device's backend)")
     args = parser.parse_args(argv)
     if args.compare:
         before, after = (json.loads(path.read_text()) for path in args.compare)
         compare(before, after)
         return 0
-    rows = measure(args.dump)
+    rows = measure(args.dump, args.elements, args.backend)
     show(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
