@@ -11,6 +11,7 @@ docs/architecture.md, "Adding an operator".
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -125,7 +126,8 @@ class DeviceFacts:
 @dataclass(frozen=True)
 class TypeWgsl:
     """An operator's WGSL for one input type beyond its op file and the type's family: files relative to wgsl/,
-    the WGSL constants they read, and the library (one of the files) keeping a table in workgroup memory."""
+    the WGSL constants they read, and, apart from them, a library keeping a table in workgroup memory
+    (Operation.workgroup_file)."""
 
     files: tuple[str, ...] = ()
     constants: Mapping[str, int | bool] = field(default_factory=lambda: MappingProxyType({}))
@@ -207,16 +209,16 @@ class OperatorSpec:
             object.__setattr__(self, "shader_constants",
                                lambda desc: {constant: int(getattr(desc, name)) for name, constant in constants})
 
-    @property
+    @functools.cached_property
     def tensor_fields(self) -> tuple[str, ...]:
         return tensor_fields_of(self.desc_type)
 
-    @property
+    @functools.cached_property
     def inputs(self) -> tuple[str, ...]:
         """Desc field names of the input tensors, in binding order."""
         return self.tensor_fields[:-1]
 
-    @property
+    @functools.cached_property
     def output(self) -> str:
         return self.tensor_fields[-1]
 

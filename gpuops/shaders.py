@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .enums import DataType
 from .kernel import UNIT_SHAPES, Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement
 
 # wgsl/ beside the package in a source checkout; gpuops/wgsl/ in an installed wheel (see pyproject.toml).
@@ -111,7 +112,7 @@ def output_view(key: KernelKey) -> str:
     return "out_chunks" if key.loop.output_binding is OutputBinding.CHUNKS else "out_words"
 
 
-def _bits(data_type) -> int:
+def _bits(data_type: DataType) -> int:
     return data_type.size * 8
 
 

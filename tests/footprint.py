@@ -1,8 +1,8 @@
 """A CPU model of what a planned dispatch touches, derived from its plan alone.
 
-`footprint_of(plans, ...)` walks every invocation of each DispatchPlan's grid as the kernel does (wgsl/common.wgsl,
-narrow.wgsl, wide.wgsl, binary.wgsl, tiles*.wgsl) and records, byte by byte, what each store writes and which input
-elements each result lane came from. It answers three questions that tests compare with the tensors' own element bytes:
+`footprint_of(plans, ...)` walks every invocation of each DispatchPlan's grid as the kernel does (wgsl/loop/: the
+grids, units, storage and stores) and records, byte by byte, what each store writes and which input elements each
+result lane came from. It answers three questions that tests compare with the tensors' own element bytes:
 
 - `values`: for every output byte a store gives a new value, the input elements it was computed from (absolute
   byte addresses of a's and b's element, and the byte's index within its element). A correct plan writes exactly
@@ -131,7 +131,7 @@ class _Walk:
                 self.result.violations.append(f"output byte {base + b} given two different values")
             self.result.values[base + b] = tag
 
-    # -- addressing (wgsl/common.wgsl) -------------------------------------------------------------------------
+    # -- addressing (wgsl/loop/units.wgsl, rows.wgsl) -----------------------------------------------------------
 
     def strides(self, d: int) -> tuple[int, int, int]:
         return tuple(self.u.strides[op][d] for op in Operand)
@@ -407,10 +407,9 @@ class _Walk:
 
 
 class _TileWalk:
-    """One workgroup of a TILES dispatch (wgsl/tiles.wgsl, tiles_narrow.wgsl, tiles_wide.wgsl): every invocation's
-    loads into the tile, then, after the barrier, every invocation's groups. The tile's slots remember which input
-    slot (word; 64-bit: element) was loaded into them, so that an element picked out of the tile is traced to the
-    input element it really is."""
+    """One workgroup of a TILES dispatch (wgsl/loop/grids/tiles*.wgsl): every invocation's loads into the tile, then,
+    after the barrier, every invocation's groups. The tile's slots remember which input slot (word; 64-bit: element) was
+    loaded into them, so that an element picked out of the tile is traced to the input element it really is."""
 
     def __init__(self, walk: _Walk, group: tuple, groups: tuple):
         self.walk, self.group, self.groups = walk, group, groups
