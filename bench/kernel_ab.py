@@ -110,8 +110,9 @@ def main(argv: list[str] | None = None) -> int:
                                   (workload.bindings[field] for field in case.spec.tensor_fields)))
             variants = {"other": Variant(device, plan, by_operand, other),
                         "this": Variant(device, plan, by_operand, None)}
+            expected = workload.expected()
             wrong = [which for which, variant in variants.items()
-                     if compare(result(workload, variant), workload.expected(), tuple(workload.inputs)) is not None]
+                     if compare(result(workload, variant), expected, tuple(workload.inputs)) is not None]
             if wrong:
                 failures += 1
                 print(f"{section:13s} {name:42s} not exact: {', '.join(wrong)}", flush=True)
