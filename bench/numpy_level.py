@@ -44,7 +44,6 @@ from gpuops.bench.ticks import calibrate, split_writes
 from gpuops.bench.torch_compare import torch_cuda
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.operators import spec_by_name
-from gpuops.pool import start_read_mapping
 
 SCHEMA = "gpuops-numpy-level/1"
 DEFAULT_SIZES = (1 << 10, 1 << 22, 1 << 24, 1 << 26)
@@ -125,27 +124,34 @@ class BareFloor:
         self.staging = wgpu_device.create_buffer(size=self.size, usage=usage.MAP_READ | usage.COPY_DST)
 
     def run(self, host_inputs: list[np.ndarray], result: np.ndarray) -> None:
-        wgpu_device = self.device.wgpu_device
-        api = self.device.wgpu
+        device = self.device
+        wgpu_device = device.wgpu_device
+        access = device.host_access  # mapped and waited for as gpuops maps and waits
         queue = wgpu_device.queue
         encoder = wgpu_device.create_command_encoder()
         if self.uploads:
             for upload, buffer, x in zip(self.uploads, self.inputs, host_inputs):
-                upload.map_sync(api.MapMode.WRITE)
-                upload.write_mapped(x.view(np.uint8), 0)
-                upload.unmap()
-                encoder.copy_buffer_to_buffer(upload, 0, buffer, 0, -(-x.nbytes // 4) * 4)
+                words = -(-x.nbytes // 4) * 4
+                pending = access.begin_map(upload, True, words)
+                device.wait(pending, "floor", "mapping an upload buffer")
+                view = access.mapped_view(upload, pending, words, write=True)
+                if view is None:
+                    upload.write_mapped(x.view(np.uint8), 0)
+                else:
+                    np.copyto(np.frombuffer(view, np.uint8, x.nbytes), x.reshape(-1).view(np.uint8))
+                access.unmap(upload, pending, view)
+                encoder.copy_buffer_to_buffer(upload, 0, buffer, 0, words)
         else:
             for buffer, x in zip(self.inputs, host_inputs):
                 queue.write_buffer(buffer, 0, x)
         self.copy.record(encoder, None)
         encoder.copy_buffer_to_buffer(self.copy.dst, 0, self.staging, 0, self.size)
         queue.submit([encoder.finish()])
-        # mapped as gpuops maps (without wgpu-py's extra flush)
-        self.device.wait(start_read_mapping(self.device, self.staging, self.size), "floor", "reading back")
-        mapped = self.staging.read_mapped(0, self.size, copy=False)
+        pending = access.begin_map(self.staging, False, self.size)
+        device.wait(pending, "floor", "reading back")
+        mapped = access.mapped_view(self.staging, pending, self.size, write=False)
         np.copyto(result.reshape(-1).view(np.uint8), np.frombuffer(mapped, np.uint8, result.nbytes))
-        self.staging.unmap()
+        access.unmap(self.staging, pending, mapped)
 
     def release(self) -> None:
         self.copy.release()

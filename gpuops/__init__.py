@@ -1,12 +1,13 @@
 """gpuops: DirectML's element-wise operators on any GPU through WebGPU, bit-exact against NumPy."""
 
+from .adapter_choice import Adapter, adapters
 from .api import default_device, is_infinity, is_nan, modulus_floor, modulus_truncate, sign
 from . import backends
 from .arrays import DeviceArray, asarray
 from .device import Batch, Binding, BindingTable, CompiledOperator, Device
 from .plan import DispatchPolicy
 from .enums import DataType, FeatureLevel, IsInfinityMode, TensorFlags
-from .errors import DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError
+from .errors import CastingError, DeviceError, FrozenDescriptionError, GpuOpsError, ValidationError
 from .operators import IsInfinityDesc, IsNanDesc, ModulusFloorDesc, ModulusTruncateDesc, SignDesc
 from .tensor import TensorDesc
 from .validation import validate
@@ -14,7 +15,9 @@ from .validation import validate
 __version__ = "0.1.0"
 
 __all__ = [
-    "Batch", "Binding", "BindingTable", "CompiledOperator", "backends", "DataType", "Device", "DeviceArray",
+    "Adapter", "adapters",
+    "Batch", "Binding", "BindingTable", "CastingError", "CompiledOperator", "backends", "DataType", "Device",
+    "DeviceArray",
     "DeviceError", "asarray",
     "DispatchPolicy",
     "FeatureLevel", "FrozenDescriptionError", "GpuOpsError",

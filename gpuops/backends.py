@@ -3,13 +3,13 @@ optional `wgpudawn` package, the same Python API). Chosen per Device, or for all
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 import stat
 import tempfile
 import types
 
+from . import wgpu_internals
 from .errors import DeviceError, ValidationError
 
 BACKEND_ENV = "GPUOPS_BACKEND"
@@ -70,41 +70,6 @@ def backend_of(wgpu_object: object) -> types.ModuleType:
     return importlib.import_module(package)
 
 
-def event_delivery(module: types.ModuleType):
-    """What runs a backend's finished callbacks (a read-back's mapping), for a wait to call between looks; None
-    where the backend runs them itself. wgpu-native runs them on a thread of its own; Dawn runs them only inside a
-    call into it (its `process_events`)."""
-    if backend_name(module) == "dawn":
-        return importlib.import_module(module.__name__ + ".backends.dawn").process_events
-    return None
-
-
-def future_waiter(module: types.ModuleType):
-    """Dawn's blocking wait for a promise's future: `wait(promise, seconds)` returns once its work is done (its
-    callback run) or `seconds` passed, and False where the promise has no future to wait for; None where the
-    backend has none (wgpu-native, or a wgpudawn whose internals differ). Waiting inside Dawn ends the moment the
-    work does, where calls to process_events between pauses end a pause late."""
-    if backend_name(module) != "dawn":
-        return None
-    try:
-        api = importlib.import_module(module.__name__ + ".backends.dawn._api")
-        ffi, libf, instance = api.ffi, api.libf, api.get_wgpu_instance
-        ffi.new("WGPUFutureWaitInfo *")
-    except Exception:  # (ImportError, AttributeError, or cffi not knowing the struct): waits fall back to looks
-        return None
-
-    def wait(promise, seconds: float) -> bool:
-        future = getattr(promise, "_wgpu_future_id", None)
-        if future is None:
-            return False
-        info = ffi.new("WGPUFutureWaitInfo *")
-        info.future.id = future
-        libf.wgpuInstanceWaitAny(instance(), 1, info, max(0, int(seconds * 1e9)))
-        return True
-
-    return wait
-
-
 def installed_backends() -> list[str]:
     """Backends whose package imports here."""
     found = []
@@ -149,29 +114,11 @@ def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgp
             raise ValidationError(f"{RUNTIME_CHECKS_ENV}={value!r}: allowed '0' (leave the checks out) or '1' "
                                   "(keep them)")
         requested = None if value == "" else value == "1"
-    possible = backend_name(module) == "dawn" or _wgpu_native_trusted_entry() is not None
+    possible = backend_name(module) == "dawn" or wgpu_internals.has_trusted_shader_modules()
     if requested is False and not possible:
         raise DeviceError(f"Device: runtime_checks=False needs wgpu-native's trusted shader modules, which this "
                           f"wgpu-py ({module.__version__}) does not reach; pass runtime_checks=True")
     return requested if requested is not None else not possible
-
-
-@functools.cache  # looked up once: every Device and every pipeline asks
-def _wgpu_native_trusted_entry():
-    """wgpu-native's wgpuDeviceCreateShaderModuleTrusted, through wgpu-py's own C bindings (wgpu-py has no Python
-    call for it), or None where this wgpu-py does not have what it needs."""
-    try:
-        from wgpu.backends.wgpu_native import _api
-        from wgpu.backends.wgpu_native._ffi import ffi, lib
-
-        create = _api.libf.wgpuDeviceCreateShaderModuleTrusted
-    except (ImportError, AttributeError):
-        return None
-    # what create_shader_module uses besides: found missing here rather than there
-    if not (all(hasattr(_api, name) for name in ("new_struct_p", "to_c_string_view", "GPUShaderModule"))
-            and all(hasattr(lib, name) for name in ("WGPUSType_ShaderSourceWGSL", "WGPUShaderRuntimeChecks_None"))):
-        return None
-    return _api, ffi, lib, create
 
 
 def request_device(module: types.ModuleType, adapter, runtime_checks: bool, **descriptor):
@@ -190,14 +137,7 @@ def create_shader_module(module: types.ModuleType, wgpu_device, label: str, code
     device's toggles, so there it is a plain module."""
     if runtime_checks or backend_name(module) == "dawn":
         return wgpu_device.create_shader_module(label=label, code=code)
-    api, ffi, lib, create = _wgpu_native_trusted_entry()
-    # As wgpu-py's GPUDevice.create_shader_module builds it (wgpu-py 0.32), with wgpu-native's trusted entry.
-    source = api.new_struct_p("WGPUShaderSourceWGSL *", code=api.to_c_string_view(code))
-    source[0].chain.next = ffi.NULL
-    source[0].chain.sType = lib.WGPUSType_ShaderSourceWGSL
-    descriptor = api.new_struct_p("WGPUShaderModuleDescriptor *", nextInChain=ffi.cast("WGPUChainedStruct *", source),
-                                  label=api.to_c_string_view(label))
-    handle = create(wgpu_device._internal, descriptor, lib.WGPUShaderRuntimeChecks_None)
-    if handle == ffi.NULL:
+    shader_module = wgpu_internals.trusted_shader_module(wgpu_device, label, code)
+    if shader_module is None:
         raise DeviceError(f"wgpu-native refused the shader module {label}")
-    return api.GPUShaderModule(label, handle, wgpu_device)
+    return shader_module

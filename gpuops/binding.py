@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import wgpu
 
-from .adapters import wgpu_module_of
+from .adapter_choice import wgpu_module_of
 from .backends import BACKENDS
 from .enums import integer_value
 from .errors import ValidationError, shown

@@ -1,10 +1,9 @@
-"""Devices, compiled operators and dispatch: the one place where gpuops talks to wgpu."""
+"""Devices, compiled operators, dispatch, and the waits for the GPU."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import threading
 import time
 from collections import OrderedDict, deque
@@ -14,20 +13,22 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
-from .adapters import adapter_label, check_wgpu_device, pick_adapter
-from .backends import (backend_name, backend_of, create_shader_module, event_delivery, future_waiter, load_backend,
-                       request_device, resolve_runtime_checks)
+from .adapter_choice import adapter_label, check_wgpu_device, pick_adapter, wanted_adapter
+from .backends import (backend_name, backend_of, create_shader_module, load_backend, request_device,
+                       resolve_runtime_checks)
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
 from .kernel import KernelKey, Operation, operands_of
 from .operators import DeviceFacts, OperatorSpec, spec_of
 from . import shaders
-from .pool import BufferPool, read_back
+from .hostcopy import HostCopier
+from .pool import FLAG_BYTES, BufferPool, read_back
 from .plan import BoundRegion, DispatchPlan, DispatchPolicy, PlanLimits, plan_dispatches
 from .shaders import READ, shader_source, wgsl_file
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
+from .wgpu_internals import Pending, host_access
 
 PLAN_CACHE_SIZE = 8192  # dispatch plans (bind groups and their uniform buffers) remembered per device
 COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
@@ -35,10 +36,19 @@ COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
 # the driver's compiled code (megabytes on a software adapter), and the NumPy-level functions meet a new kernel
 # with every new combination of shape class, types and operator.
 PIPELINE_CACHE_SIZE = 256
-# Seconds a read-back waits for the device before DeviceError (a lost device ends the wait at once).
+# Seconds a wait for the device lasts at most before DeviceError (a lost device ends it at once).
 WAIT_TIMEOUT = 120.0
-_WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's promise and the device's loss
+_WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's progress and the device's loss
 
+# wgpu-native: a wait polls without pausing for its first _SPIN_SECONDS (a small call's work ends within them, and
+# the operating system's shortest sleep would end the wait tens of microseconds late), then pauses for at most
+# _LATE_SHARE of the time waited so far (at least _SHORTEST_PAUSE): a long wait ends at most about that share late,
+# with a few hundred polls a second of a few microseconds each. The spin is short because a thread that takes the
+# GIL back right after each poll keeps other Python threads from it (CPython hands the GIL over only when its holder
+# lets it go long enough), and during a pause the GIL is free.
+_SPIN_SECONDS = 2.5e-4
+_LATE_SHARE = 0.02
+_SHORTEST_PAUSE = 5e-5
 
 # Looks into Dawn without a pause at the start of a wait (a small read-back ends within microseconds), and then
 # the longest pause as a share of the time waited so far: a wait ends at most about that share late.
@@ -48,6 +58,14 @@ _DAWN_SHORTEST_PAUSE = 1e-5
 # Where Dawn waits for a future itself: the longest it blocks under the device's lock, and the pause between.
 _DAWN_LOCKED_WAIT = 1e-3
 _DAWN_UNLOCKED_PAUSE = 1e-5
+
+
+def native_wait_pause(waited: float) -> float:
+    """The pause before a wgpu-native wait's next poll after `waited` seconds: none while spinning, then at most
+    _LATE_SHARE of the time waited (see _SPIN_SECONDS)."""
+    if waited < _SPIN_SECONDS:
+        return 0.0
+    return min(max(_LATE_SHARE * waited, _SHORTEST_PAUSE), _WAIT_STEP)
 
 
 def dawn_wait_pause(looks: int, waited: float) -> float:
@@ -67,10 +85,12 @@ class Device:
     """A WebGPU device that runs gpuops operators at one DirectML feature level."""
 
     def __init__(self, feature_level: FeatureLevel | str | int = FeatureLevel.LEVEL_6_4,
-                 adapter: str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
+                 adapter: int | str | None = None, wgpu_device: wgpu.GPUDevice | None = None,
                  backend: str | None = None, runtime_checks: bool | None = None,
                  policy: DispatchPolicy | None = None):
-        """`runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
+        """`adapter`: the adapter's index in wgpu's enumeration (gpuops.adapters() lists them) or part of its name;
+        None takes $GPUOPS_ADAPTER (an index or part of a name), else the best adapter found.
+        `runtime_checks`: whether the shaders keep the safety code WebGPU adds for untrusted shaders (see
         backends.py). None (the default, or $GPUOPS_RUNTIME_CHECKS) leaves it out where the backend can;
         `self.runtime_checks` says what this device does. `policy`: the dispatch's tuning knobs (DispatchPolicy;
         the defaults are the measured choices and the adapter's limits)."""
@@ -90,9 +110,8 @@ class Device:
             self.wgpu = load_backend(backend)
         self.runtime_checks = resolve_runtime_checks(self.wgpu, runtime_checks, wgpu_device)
         if wgpu_device is None:
-            # GPUOPS_ADAPTER picks the adapter (a name substring) when the caller does not.
-            wanted = adapter if adapter is not None else os.environ.get("GPUOPS_ADAPTER") or None
-            self.adapter = pick_adapter(self.wgpu, wanted)
+            # GPUOPS_ADAPTER picks the adapter (an index or part of a name) when the caller does not.
+            self.adapter = pick_adapter(self.wgpu, *wanted_adapter(adapter))
             limits = self.adapter.limits
             wanted = ("max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroups-per-dimension")
             features = [f for f in ("timestamp-query",) if f in self.adapter.features]
@@ -103,8 +122,7 @@ class Device:
         self._watch = watch_device(self.wgpu_device)
         self.wait_timeout = WAIT_TIMEOUT
         self._synchronize_source: wgpu.GPUBuffer | None = None  # what synchronize() reads back, made once
-        self._deliver_events = event_delivery(self.wgpu)
-        self._wait_future = future_waiter(self.wgpu)
+        self.host_access = host_access(self.wgpu, self.wgpu_device)  # how gpuops maps its buffers and waits here
         self.limits = self.wgpu_device.limits
         self.storage_offset_alignment = self.limits["min-storage-buffer-offset-alignment"]
         self.max_buffer_size = self.policy.max_buffer_size or self.limits["max-buffer-size"]
@@ -125,6 +143,7 @@ class Device:
         self._plans = self._plan_cache.plans  # (compiled operator, each buffer's watch key, offset, size) -> dispatches
         self._compiled: OrderedDict[tuple[object, FeatureLevel], CompiledOperator] = OrderedDict()
         self.pool = BufferPool()  # the NumPy-level functions' buffers and binding tables, and read-back staging
+        self.host_copies = HostCopier()  # this device's own threads for large host copies (no other device waits)
 
     def placeholder(self, access: str) -> wgpu.GPUBuffer:
         """A 16-byte buffer bound where a view is declared but has nothing to reach (one per access mode, so
@@ -247,52 +266,62 @@ class Device:
 
     def synchronize(self) -> None:
         """Return once the work submitted to this device's queue so far (gpuops' and the caller's own) has run:
-        for device arrays, whose calls return before the GPU is done. A 4-byte copy submitted after that work is
-        read back; WebGPU finishes a queue's submissions in order. Bounded by `wait_timeout`; a lost device
-        raises DeviceError."""
-        with self._lock, self.explained("Device.synchronize", "making its buffer"):
-            if self._synchronize_source is None:
+        for device arrays, whose calls return before the GPU is done. On wgpu-native it waits for the queue's
+        work-done notice; on Dawn a 4-byte copy submitted after that work is read back (WebGPU finishes a queue's
+        submissions in order). Bounded by `wait_timeout`; a lost device raises DeviceError."""
+        what = "Device.synchronize"
+        with self._lock, self.explained(what, "asking for the queue's work-done notice"):
+            pending = self.host_access.begin_work_done()
+            if pending is None and self._synchronize_source is None:
                 self._synchronize_source = self.wgpu_device.create_buffer(
                     label="gpuops synchronize", size=4, usage=self.wgpu.BufferUsage.COPY_SRC)
             source = self._synchronize_source
-        self.read_buffer(source, 0, 4, what="Device.synchronize")
+        if pending is not None:
+            self.wait(pending, what, "waiting for the queue")
+        else:
+            self.read_buffer(source, 0, 4, what=what)
 
-    def wait(self, promise, operator: str, step: str):
-        """`promise.sync_wait()`, bounded by `wait_timeout`, ended by the device's loss, and holding no lock while
-        the device works."""
-        event = getattr(promise, "_thread_event", None)  # wgpu-py's: set once the promise's callback has run
-        if event is None:  # a wgpu-py without it: the wait is wgpu's own, unbounded, under the lock as Dawn needs
+    def wait(self, pending: Pending, operator: str, step: str) -> None:
+        """Return once `pending` (a mapping or work-done notice begun through `host_access`) is done: bounded by
+        `wait_timeout`, ended by the device's loss with DeviceError, and holding no lock while the device works, so
+        that other threads submit and wait meanwhile. On wgpu-native the waiting thread polls the device itself
+        (native_wait_pause); Dawn's looks hold the device's lock for one short call into Dawn each."""
+        access = self.host_access
+        event = pending.event
+        if event is None:  # a wgpu-py without the promise's event: wgpu's own wait, unbounded, under the lock
             with self._lock, self.explained(operator, step):
-                return promise.sync_wait()
-        deliver = self._deliver_events
+                access.finish(pending)
+            return
         start = time.monotonic()
         deadline = start + self.wait_timeout
         looks = 0
-        while True:
-            if deliver is None:
-                # wgpu-native's poll thread sets the event, which ends a pause at once; looks in between are only
-                # for the device's loss and the deadline.
-                pause = _WAIT_STEP
-            else:
-                # Dawn runs callbacks only inside a call into it, and its objects are not thread-safe: each look
-                # is a short call under the device's lock, released between looks. Where Dawn can wait for the
-                # promise's future itself, a look blocks in Dawn for up to _DAWN_LOCKED_WAIT, ending the moment the
-                # work does; the pause after it only lets other threads take the lock.
-                with self._lock, self.explained(operator, step):
-                    waited_in_dawn = self._wait_future is not None and self._wait_future(promise, _DAWN_LOCKED_WAIT)
-                    if not waited_in_dawn:
-                        deliver()
-                pause = _DAWN_UNLOCKED_PAUSE if waited_in_dawn else dawn_wait_pause(looks, time.monotonic() - start)
+        try:
+            while True:
+                if access.looks_under_lock:  # Dawn (see PromiseAccess)
+                    with self._lock, self.explained(operator, step):
+                        waited_in_dawn = access.look(pending, _DAWN_LOCKED_WAIT)
+                    pause = _DAWN_UNLOCKED_PAUSE if waited_in_dawn else \
+                        dawn_wait_pause(looks, time.monotonic() - start)
+                elif access.polls:
+                    access.look(pending)
+                    pause = native_wait_pause(time.monotonic() - start)
+                else:  # wgpu-py's poll thread sets the event, which ends a pause at once
+                    pause = _WAIT_STEP
                 looks += 1
-            if event.wait(pause):
-                break
-            if self._watch.lost is not None:
-                raise self.lost_error(operator, step)
-            if time.monotonic() > deadline:
-                raise DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} did not finish "
-                                  f"in {self.wait_timeout} seconds (Device.wait_timeout)")
+                if event.is_set():
+                    break
+                if self._watch.lost is not None:
+                    raise self.lost_error(operator, step)
+                if time.monotonic() > deadline:
+                    raise DeviceError(f"{operator}: {step}: the WebGPU device on {self.adapter_name} did not finish "
+                                      f"in {self.wait_timeout} seconds (Device.wait_timeout)")
+                if pause and event.wait(pause):
+                    break
+        except BaseException:
+            access.abandon(pending)
+            raise
         with self.explained(operator, step):
-            return promise.sync_wait()
+            access.finish(pending)
 
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         """The pipeline and bind group layout of a kernel, from the device's bounded cache. Dispatches keep their
@@ -426,11 +455,24 @@ class CompiledOperator:
         self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
         self.refused_as = f"DML_OPERATOR_{self.spec.name}"  # how binding refusals name the operator
 
-    def bind(self, bindings: Mapping[str, Binding]) -> BindingTable:
+    def bind(self, bindings: Mapping[str, Binding], *, element_offsets: bool = False) -> BindingTable:
         """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
-        IDMLBindingTable); a refused binding raises here."""
+        IDMLBindingTable); a refused binding raises here. `element_offsets` is gpuops' extension beyond DirectML's
+        rule (offsets that are multiples of 16), for views of device arrays: each offset need only be a whole
+        number of its tensor's elements (see validation.validate_bindings)."""
         with self.device._lock:
-            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False))
+            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
+                                                                  element_offsets=element_offsets))
+
+    def bind_with_error_flags(self, bindings: Mapping[str, Binding], flags: Binding, *,
+                              element_offsets: bool = False) -> BindingTable:
+        """bind(), with kernels that also OR NumPy's floating-point error flag into the u32 word at `flags` (4 bytes
+        at a multiple of the adapter's storage offset alignment; kernel.Operation.error_flags), for an operator whose
+        row has error_flags. For the NumPy-level functions, which clear the word and read it back with the result:
+        not part of DirectML's API."""
+        with self.device._lock:
+            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
+                                                                  element_offsets=element_offsets, flags=flags))
 
     def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
         """Run once on the device's queue."""
@@ -494,27 +536,30 @@ class CompiledOperator:
         with self.device._lock:
             return self._plan_locked(bindings)
 
-    def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable,
-                     cache: bool = True) -> tuple[_Dispatch, ...]:
+    def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool = True,
+                     element_offsets: bool = False, flags: Binding | None = None) -> tuple[_Dispatch, ...]:
         """_plan for a caller that holds the device's lock (a batch records under it: one acquisition per
-        operation). `cache` False makes the dispatches without looking them up or keeping them."""
+        operation). `cache` False makes the dispatches without looking them up or keeping them; `element_offsets`
+        as bind's, never cached (the plan cache's keys stand for bindings that DirectML's rules accepted); `flags`:
+        the error flags' word (bind_with_error_flags), never with the cache."""
         if type(bindings) is BindingTable:
             if bindings.compiled is not self:
                 raise ValidationError(f"{self.spec.name}: this binding table was made by another compiled operator "
                                       f"({bindings.compiled.spec.name}); make one with this operator's bind()")
             return bindings._dispatches
         plans = self.device._plan_cache
+        cache = cache and not element_offsets
         if cache:
             key = self._plan_key(bindings)
             if key is not None:
                 plan = plans.get(key)
                 if plan is not None:
                     return plan
-        validate_bindings(self.spec, self.desc, bindings, self.device)
+        validate_bindings(self.spec, self.desc, bindings, self.device, element_offsets)
         # Watched before any bind group refers to them: a destroy from now on is seen before the next submit.
         watches = [watch_buffer(bindings[name].buffer, self.device._watch) for name in self.tensor_fields]
         with self.device.explained(self.spec.name, "preparing the dispatch"):
-            plan = self._make_plan(bindings)
+            plan = self._make_plan(bindings, flags)
         if cache and None not in watches:
             key = self._plan_key(bindings)
             if key is not None:
@@ -544,37 +589,51 @@ class CompiledOperator:
             return None
         return tuple(key)
 
-    def dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
-        """The kernels that would run for these bindings (validated first): keys, grids, windows, uniforms. Pure
-        planning: nothing is created on the device (but the pack2x16float probe, once, where a kernel needs it)."""
+    def dispatch_plans(self, bindings: Mapping[str, Binding], *, error_flags: bool = False
+                       ) -> tuple[DispatchPlan, ...]:
+        """The kernels that would run for these bindings (validated first): keys, grids, windows, uniforms; with
+        `error_flags`, those of bind_with_error_flags. Pure planning: nothing is created on the device (but the
+        pack2x16float probe, once, where a kernel needs it)."""
         validate_bindings(self.spec, self.desc, bindings, self.device)
-        return self._dispatch_plans(bindings)
+        return self._dispatch_plans(bindings, error_flags)
 
-    def kernels(self, bindings: Mapping[str, Binding]) -> tuple[shaders.Kernel, ...]:
-        """The exact kernels these bindings would run, in order: each one's key, grid and full WGSL text (whose
-        head names every key field). Nothing is compiled or dispatched."""
+    def kernels(self, bindings: Mapping[str, Binding], *, error_flags: bool = False) -> tuple[shaders.Kernel, ...]:
+        """The exact kernels these bindings would run, in order (with `error_flags`, bind_with_error_flags'): each
+        one's key, grid and full WGSL text (whose head names every key field). Nothing is compiled or dispatched."""
         return tuple(shaders.Kernel(plan.key, plan.grid_size, shader_source(plan.key))
-                     for plan in self.dispatch_plans(bindings))
+                     for plan in self.dispatch_plans(bindings, error_flags=error_flags))
 
     @functools.cached_property
     def operation(self) -> Operation:
         """The operator part of this operator's kernels: from its row, its description and, where the kernels
         depend on one, the device's probed facts."""
+        return self._operation(error_flags=False)
+
+    @functools.cached_property
+    def reporting_operation(self) -> Operation:
+        """The operation of the kernels bind_with_error_flags runs: `operation`, also reporting NumPy's
+        floating-point errors into a flag word (Operation.error_flags)."""
+        return self._operation(error_flags=True)
+
+    def _operation(self, error_flags: bool) -> Operation:
         input_type = self.tensors[0].data_type
         probed = self.spec.type_policy(input_type).pack_rounding and self.device.probe_pack_rounding()
-        return self.spec.operation(self.desc, DeviceFacts(pack_rounds_to_nearest=probed))
+        return self.spec.operation(self.desc, DeviceFacts(pack_rounds_to_nearest=probed), error_flags)
 
-    def _dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
+    def _dispatch_plans(self, bindings: Mapping[str, Binding], error_flags: bool = False
+                        ) -> tuple[DispatchPlan, ...]:
         ordered = [bindings[name] for name in self.tensor_fields]
         regions = tuple(BoundRegion(id(b.buffer), b.buffer.size, b.offset) for b in ordered)
         request = self.spec.loop_request(self.tensors[0].data_type)
-        return plan_dispatches(self.operation, request, self.tensors, regions, self.device.plan_limits())
+        operation = self.reporting_operation if error_flags else self.operation
+        return plan_dispatches(operation, request, self.tensors, regions, self.device.plan_limits())
 
-    def _make_plan(self, bindings: Mapping[str, Binding]) -> tuple[_Dispatch, ...]:
+    def _make_plan(self, bindings: Mapping[str, Binding], flags: Binding | None = None) -> tuple[_Dispatch, ...]:
         by_operand = dict(zip(operands_of(len(self.spec.inputs)), (bindings[name] for name in self.tensor_fields)))
-        return tuple(self._dispatch(plan, by_operand) for plan in self._dispatch_plans(bindings))
+        return tuple(self._dispatch(plan, by_operand, flags)
+                     for plan in self._dispatch_plans(bindings, error_flags=flags is not None))
 
-    def _dispatch(self, plan: DispatchPlan, by_operand: dict) -> _Dispatch:
+    def _dispatch(self, plan: DispatchPlan, by_operand: dict, flags: Binding | None = None) -> _Dispatch:
         device = self.device
         key = plan.key
         pipeline, layout = device.pipeline(key)
@@ -583,6 +642,10 @@ class CompiledOperator:
                                                              usage=device.wgpu.BufferUsage.UNIFORM)
         entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
         for binding_index, name, access, operand in shaders.bindings(key):
+            if operand is None:  # the operation's flag word (Operation.error_flags)
+                entries.append({"binding": binding_index,
+                                "resource": {"buffer": flags.buffer, "offset": flags.offset, "size": FLAG_BYTES}})
+                continue
             window = plan.windows[operand]
             buffer, offset, size = by_operand[operand].buffer, window.offset, window.size
             if name.endswith("_chunks"):

@@ -27,6 +27,26 @@ class Refusal:
         return err
 
 
+try:  # NumPy's base class of its ufuncs' type errors, a TypeError (a private module, so looked for where it lies)
+    from numpy._core._exceptions import UFuncTypeError as _UFuncTypeError
+except ImportError:  # NumPy 1.x
+    try:
+        from numpy.core._exceptions import UFuncTypeError as _UFuncTypeError
+    except ImportError:
+        _UFuncTypeError = TypeError
+
+
+class CastingError(GpuOpsError, _UFuncTypeError):
+    """casting= refuses a conversion, as NumPy's ufunc refuses it (an input to the dtype NumPy computes in, or the
+    result to out's dtype): NumPy's UFuncTypeError (a TypeError), worded as NumPy words it after the function's name.
+    Its attributes are those of NumPy's own casting error: `ufunc` (whose rules refused it), `casting`, `from_` and
+    `to` (the dtypes)."""
+
+    def __init__(self, message: str, ufunc=None, casting: str | None = None, from_=None, to=None):
+        TypeError.__init__(self, message)  # (UFuncTypeError's own __init__ takes the ufunc alone)
+        self.ufunc, self.casting, self.from_, self.to = ufunc, casting, from_, to
+
+
 class DeviceError(GpuOpsError, RuntimeError):
     """No usable adapter, or the adapter cannot do what was asked (memory, limits)."""
 

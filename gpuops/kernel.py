@@ -1,9 +1,10 @@
 """The kernel key: an operation (what a kernel computes) and a loop (how it walks memory), the pair the shader text
 is a function of.
 
-The operator side (gpuops/operators.py) derives the Operation from an operator's row, the types, the attributes
-and the device's probed facts: its WGSL files, the constants they read, the library that keeps a table in workgroup
-memory; and, beside the key, a LoopRequest: what it asks of the loop. The planner (gpuops/plan.py) derives the Loop
+The operator side (gpuops/operators.py) derives the Operation from an operator's row, the types, the attributes,
+the device's probed facts and whether the NumPy level asks for its floating-point errors: its WGSL files, the
+constants they read, the library that keeps a table in workgroup memory, the flag word it reports into; and, beside
+the key, a LoopRequest: what it asks of the loop. The planner (gpuops/plan.py) derives the Loop
 from the tensors' layout alone. Neither part holds a field another field gives: the unit, the row group and the
 tile follow from the two (KernelKey's properties), and gpuops/shaders.py makes the text from the key alone.
 
@@ -185,6 +186,11 @@ class Operation:
     # A library keeping a table in workgroup memory, filled by its prepare_workgroup(lane): the loop calls that once
     # per workgroup, where it suits the grid, and plans several units per invocation to amortise it.
     workgroup_file: str | None = None
+    # The kernel reports what its files note (NumPy's floating-point error cases, lib/error_notes.wgsl) into a u32
+    # word bound after the loop's views (`error_flags`): each invocation that noted one ORs its type's ERROR_FLAG in
+    # once, at its end (lib/error_flags.wgsl: finish_invocation, called by the reporting entry point). The variant
+    # the NumPy-level functions ask for; never at the DirectML level. It changes no loop choice.
+    error_flags: bool = False
 
     @property
     def name(self) -> str:

@@ -2,9 +2,11 @@
 
 The rules are NumPy's own (NEP 50), asked of the matching ufunc with `ufunc.resolve_dtypes`: arrays, NumPy scalars
 and lists have strong types, Python int/float/complex scalars are weak (they take an array's type when it can hold
-them). The operands are then converted exactly as NumPy converts them (`astype` for arrays, NumPy's own conversion
-for Python scalars, which refuses an int that does not fit). gpuops computes in that dtype when DirectML supports
-it for the operator at the feature level, and refuses otherwise: it never computes in another type than NumPy.
+them). A call's dtype= or signature= and casting= go to resolve_dtypes too, so that they choose the loop and refuse
+input conversions exactly as in the ufunc (a casting refusal is a CastingError, NumPy's UFuncTypeError). The
+operands are then converted exactly as NumPy converts them (`astype` for arrays, NumPy's own conversion for Python
+scalars, which refuses an int that does not fit). gpuops computes in that dtype when DirectML supports it for the
+operator at the feature level, and refuses otherwise: it never computes in another type than NumPy.
 
 Booleans are refused outright: DirectML has no boolean tensors, NumPy has no sign of a bool, and NumPy's remainder
 of booleans in int8 is rarely what a caller meant.
@@ -16,8 +18,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import fperrors
 from .enums import DataType, FeatureLevel
-from .errors import ValidationError
+from .errors import CastingError, ValidationError
 from .operators import OperatorSpec
 
 _WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
@@ -63,12 +66,14 @@ def _own_dtype(value) -> np.dtype | None:
     return dtype if isinstance(dtype, np.dtype) else None
 
 
-def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple
-            ) -> tuple[Loop, tuple[np.ndarray | None, ...]]:
-    """NumPy's loop for the operands' types (the row's numpy_ufunc gives the type rules), checked against the
+def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,
+            signature=None, casting: str = "same_kind", given: str = "") -> tuple[Loop, tuple[np.ndarray | None, ...]]:
+    """NumPy's loop for the operands' types (the row's numpy_ufunc gives the type rules; `signature` and `casting`
+    as the ufunc takes them, `given` the keyword as the caller wrote it, for messages), checked against the
     operator's support row at `level`, and each operand as NumPy sees it (np.asarray; None for a Python scalar),
     for `convert` to start from; ValidationError where an operand is refused or the loop is not one gpuops
-    computes in. (The NumPy-level functions keep the loop per combination of operand types and layouts.)"""
+    computes in, CastingError where `casting` refuses an operand's conversion. (The NumPy-level functions keep the
+    loop per combination of operand types, layouts and keywords.)"""
     if spec.numpy_ufunc is None:
         raise ValidationError(f"{where}: DML_OPERATOR_{spec.name}: OperatorSpec.numpy_ufunc: None; the row names no "
                               "NumPy ufunc whose type rules to follow")
@@ -85,25 +90,56 @@ def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[st
                                   f"{name}.astype(np.int8) (or another number type)")
         arrays.append(array)
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
-    return _supported_loop(where, spec, level, names, values, arrays, descriptors), tuple(arrays)
+    return _supported_loop(where, spec, level, names, values, arrays, descriptors, signature, casting, given), \
+        tuple(arrays)
 
 
 def convert(where: str, names: tuple[str, ...], values: tuple, index: int, compute: np.dtype,
             array: np.ndarray | None = None) -> np.ndarray:
     """Operand `index` in `compute`, converted as NumPy converts it: NumPy's own conversion for a Python scalar
-    (which refuses an int that does not fit), `astype` for anything else (exact: resolve chose the loop safe).
-    `array`: the operand as resolve saw it, where at hand (a list is then not made into an array twice)."""
+    (which refuses an int that does not fit), `astype` for anything else (exact where resolve chose the loop safe;
+    as the ufunc's own cast where casting= allowed more). `array`: the operand as resolve saw it, where at hand (a
+    list is then not made into an array twice). A conversion that may raise NumPy's floating-point errors (a float
+    to an integer or a narrower float, an integer to float16) reports them as the ufunc reports its input casts,
+    "... encountered in cast", at the caller's line (fperrors)."""
     name, value = names[index], values[index]
     if type(value) in _WEAK:
         try:
-            return np.asarray(value, dtype=compute)
+            if not _may_raise(np.dtype(type(value)), compute):
+                return np.asarray(value, dtype=compute)
+            with fperrors.captured() as raised:
+                converted = np.asarray(value, dtype=compute)
+            fperrors.report("cast", _flags(raised))
+            return converted
         except (OverflowError, ValueError) as exc:
             arrays = [None if type(v) in _WEAK or _own_dtype(v) is not None else np.asarray(v) for v in values]
             raise ValidationError(f"{where}: {name}={value!r} does not fit {compute}, the type NumPy computes in for "
                                   f"{_operands(names, values, arrays)}: {exc}") from None
     if array is None:
         array = _as_array(where, name, value)
-    return array if array.dtype == compute else array.astype(compute)
+    if array.dtype == compute:
+        return array
+    if not _may_raise(array.dtype, compute):
+        return array.astype(compute)
+    with fperrors.captured() as raised:
+        converted = array.astype(compute)
+    fperrors.report("cast", _flags(raised))
+    return converted
+
+
+def _may_raise(source: np.dtype, target: np.dtype) -> bool:
+    """Whether converting `source` values to `target` can raise a floating-point error (NaN or inf to an integer,
+    overflow to a narrower float): where it cannot, no capture is set up (it costs more than a small conversion)."""
+    if source.kind in "fc":
+        return target.kind in "iu" or (target.kind == "f" and target.itemsize < source.itemsize)
+    return target == np.float16 and source.kind in "iu"
+
+
+def _flags(raised: list[int]) -> int:
+    flags = 0
+    for status in raised:
+        flags |= status
+    return flags
 
 
 def _as_array(where: str, name: str, value) -> np.ndarray:
@@ -114,13 +150,21 @@ def _as_array(where: str, name: str, value) -> np.ndarray:
 
 
 def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,
-                    arrays: list, descriptors: tuple) -> Loop:
+                    arrays: list, descriptors: tuple, signature, casting: str, given: str) -> Loop:
     """NumPy's Loop for the operand types, or ValidationError where NumPy has no loop or DirectML does not
-    support the compute type for the operator at `level`."""
+    support the compute type for the operator at `level`, CastingError where `casting` refuses an input."""
     ufunc = spec.numpy_ufunc
     try:
-        loop = ufunc.resolve_dtypes(descriptors + (None,))
-    except TypeError:  # NumPy has no loop for these types (strings, complex remainders, ...)
+        # (resolve_dtypes takes no signature=None)
+        loop = ufunc.resolve_dtypes(descriptors + (None,), casting=casting,
+                                    **({} if signature is None else {"signature": signature}))
+    except (TypeError, ValueError) as exc:
+        if hasattr(exc, "casting") and hasattr(exc, "from_"):  # NumPy's _UFuncCastingError
+            raise CastingError(f"{where}: {exc}", ufunc, exc.casting, exc.from_, exc.to) from None
+        if given:  # a signature or dtype NumPy refuses, or finds no loop for
+            raise ValidationError(f"{where}: {given}: {exc} (NumPy's {ufunc.__name__} for "
+                                  f"{_operands(names, values, arrays)})") from None
+        # NumPy has no loop for these types (strings, complex remainders, ...)
         raise ValidationError(f"{where}: NumPy has no {ufunc.__name__} for {_operands(names, values, arrays)}") \
             from None
     compute, result = loop[0], loop[-1]

@@ -134,6 +134,9 @@ class TypeWgsl:
     workgroup_file: str | None = None
 
 
+# Where an operator whose row has error_flags keeps what its files note (note_errors), in every kernel of it.
+ERROR_NOTES = "lib/error_notes.wgsl"
+
 # What every operator needs of an element type (constants and predicates, wgsl/dtype/README.md): its family's file
 # and the libraries that file is built on.
 TYPE_FAMILIES: Mapping[DataType, tuple[str, ...]] = MappingProxyType({
@@ -202,6 +205,10 @@ class OperatorSpec:
     torch_reference: TorchReference | None = None
     # The output type DirectML gives where a caller names none (UINT8 for the predicates); None: the input's.
     default_output_type: DataType | None = None
+    # Its WGSL notes where NumPy's ufunc raises a floating-point error (note_errors, wgsl/lib/error_notes.wgsl, in
+    # every kernel of the operator; the type files give ERROR_FLAG, NumPy's bit), so that the NumPy-level function
+    # can ask for kernels that report it, as NumPy does (operation's error_flags: Operation.error_flags).
+    error_flags: bool = False
 
     def __post_init__(self) -> None:
         if self.shader_constants is None:
@@ -230,15 +237,21 @@ class OperatorSpec:
         """DirectML's row in force at `level`, or None where the operator does not exist there."""
         return row_at(self.support, level)
 
-    def operation(self, desc: object, facts: DeviceFacts = DeviceFacts()) -> Operation:
+    def operation(self, desc: object, facts: DeviceFacts = DeviceFacts(), error_flags: bool = False) -> Operation:
         """The operator part of the kernels that run `desc` (whose tensors' types, attributes and the device's
-        facts it depends on)."""
+        facts it depends on). `error_flags`: the variant that reports NumPy's floating-point errors into a flag word
+        (Operation.error_flags), which the NumPy-level functions ask for; only an operator whose row has
+        error_flags has it."""
+        if error_flags and not self.error_flags:
+            raise ValidationError(f"DML_OPERATOR_{self.name} reports no floating-point errors: its row's "
+                                  "error_flags is False")
         input_type = getattr(desc, self.tensor_fields[0]).data_type
         output_type = getattr(desc, self.output).data_type
         own = self.type_wgsl(input_type, self.type_policy(input_type), facts)
         constants = {**self.shader_constants(desc), **own.constants}
-        return Operation(input_type, output_type, self.shader, TYPE_FAMILIES[input_type] + own.files,
-                         tuple(sorted(constants.items())), own.workgroup_file)
+        notes = (ERROR_NOTES,) if self.error_flags else ()
+        return Operation(input_type, output_type, self.shader, notes + TYPE_FAMILIES[input_type] + own.files,
+                         tuple(sorted(constants.items())), own.workgroup_file, error_flags)
 
     def loop_request(self, input_type: DataType) -> LoopRequest:
         """What the operator's kernels for `input_type` ask of the loop (its TypePolicy's measured choices)."""
@@ -406,11 +419,13 @@ OPERATORS: tuple[OperatorSpec, ...] = (
                  torch_reference=_torch_is_infinity, default_output_type=DataType.UINT8),
     OperatorSpec("ELEMENT_WISE_MODULUS_TRUNCATE", 101, ModulusTruncateDesc, support=_MODULUS_SUPPORT,
                  same_data_type=True, in_place=True, shader="modulus/truncate.wgsl", type_wgsl=_modulus_wgsl,
+                 error_flags=True,
                  type_policies=_modulus_policies(floor=False),
                  numpy_ufunc=np.fmod, numpy_reference=lambda inputs, attributes, out_type: np.fmod(*inputs),
                  torch_reference=lambda torch, attributes, out_given: lambda a, b, out: torch.fmod(a, b, out=out)),
     OperatorSpec("ELEMENT_WISE_MODULUS_FLOOR", 102, ModulusFloorDesc, support=_MODULUS_SUPPORT,
                  same_data_type=True, in_place=True, shader="modulus/floor.wgsl", type_wgsl=_modulus_wgsl,
+                 error_flags=True,
                  type_policies=_modulus_policies(floor=True),
                  numpy_ufunc=np.remainder, numpy_reference=lambda inputs, attributes, out_type: np.remainder(*inputs),
                  torch_reference=lambda torch, attributes, out_given:

@@ -56,6 +56,7 @@ class DispatchPolicy:
     max_workgroups_per_dimension: int | None = None  # None: the adapter's limit
     binding_size_limit: int | None = None  # None: the adapter's max-storage-buffer-binding-size
     max_buffer_size: int | None = None  # None: the adapter's max-buffer-size (the NumPy-level functions' uploads)
+    stream_bytes: int | None = None  # None: gpuops.api.STREAM_BYTES (host calls larger than this run in pieces)
     pack_rounds_to_nearest: bool | None = None  # None: probed on the device (Device.probe_pack_rounding)
 
 

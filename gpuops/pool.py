@@ -31,10 +31,11 @@ import collections
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import wgpu  # for its flags' values, which are WebGPU's in every backend
 
 from .binding import Binding
-from .hostcopy import write_mapped
+from .errors import DeviceError
 
 if TYPE_CHECKING:  # (device.py makes each Device's pool)
     from .device import BindingTable, CompiledOperator, Device
@@ -45,6 +46,7 @@ MAX_IDLE_BUFFERS = 64
 MAX_TABLES = 512  # each keeps its kernels' pipelines alive: with the device's pipeline cache, the bound on them
 
 MAPPED_UPLOAD_BYTES = 8 << 20  # from this size on, uploads go through a pooled mapped buffer (see upload)
+FLAG_BYTES = 4  # the kernels' error flag word (kernel.Operation.error_flags): one u32
 
 STORAGE = "storage"  # STORAGE | COPY_SRC | COPY_DST: the operators' tensors
 STAGING = "staging"  # MAP_READ | COPY_DST: read-backs
@@ -82,6 +84,7 @@ class BufferPool:
         self._tables: collections.OrderedDict[tuple, BindingTable] = collections.OrderedDict()
         self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
         self.calls: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's _Call per key, LRU
+        self._flag_word = None  # see flag_word
         self.created = 0
         self.destroyed = 0
 
@@ -89,9 +92,13 @@ class BufferPool:
         self._take_returned()
         return PoolStats(self.created, self.destroyed, len(self._order), self._idle_bytes, len(self._tables))
 
-    def acquire(self, device: Device, kind: str, size: int):
-        """A buffer of at least `size` bytes of `kind` (STORAGE, STAGING or UPLOAD), reused when one is idle."""
+    def acquire(self, device: Device, kind: str, size: int, what: str = "gpuops"):
+        """A buffer of at least `size` bytes of `kind` (STORAGE, STAGING or UPLOAD), reused when one is idle;
+        DeviceError naming `what` where `size` is past the device's largest buffer (Device.max_buffer_size)."""
         self._take_returned()
+        if size > device.max_buffer_size:
+            raise DeviceError(f"{what}: a buffer of {size} bytes is needed; the adapter {device.adapter_name} holds "
+                              f"at most {device.max_buffer_size} bytes in one buffer")
         size = size_class(size, device.max_buffer_size)
         idle = self._idle.get((kind, size))
         if idle:
@@ -130,6 +137,18 @@ class BufferPool:
             self._idle_bytes -= old.size
             self._destroy(old)
 
+    def flag_word(self, device: Device):
+        """The buffer whose first FLAG_BYTES take the kernels' error flags (CompiledOperator.bind_with_error_flags):
+        one for every call on the device, made once and never given back, so that the binding tables that bind it
+        are kept. Calls share it safely as long as each submission that runs flagged kernels clears the word before
+        them and copies it out after them (read_back's tail): the queue runs submissions one after the other."""
+        if self._flag_word is None:
+            usage = device.wgpu.BufferUsage
+            self._flag_word = device.wgpu_device.create_buffer(
+                label="gpuops error flags", size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST)
+            self.created += 1
+        return self._flag_word
+
     def give_back(self, buffer) -> None:
         """Queue a buffer for release, from any thread and without the lock (DeviceArray finalizers)."""
         self._returned.append(buffer)
@@ -144,16 +163,23 @@ class BufferPool:
             self._destroy(buffer)
 
     def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
-              cached: bool) -> BindingTable:
+              cached: bool, flags=None) -> BindingTable:
         """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
-        compiled.tensor_fields), remembered when `cached` (every buffer the pool's or a pooled DeviceArray's: a
-        caller's buffer is never kept alive by the pool)."""
+        compiled.tensor_fields; an offset may be any whole number of the tensor's elements), remembered when
+        `cached` (every buffer the pool's or a pooled DeviceArray's: a caller's buffer is never kept alive by the
+        pool). `flags`: a pooled buffer whose first word takes the kernels' error flags
+        (CompiledOperator.bind_with_error_flags)."""
+        if flags is not None:
+            regions += ((flags, 0, FLAG_BYTES),)
         key = (compiled,) + regions
         table = self._tables.get(key) if cached else None
         if table is not None:
             self._tables.move_to_end(key)
             return table
-        table = compiled.bind({name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)})
+        bindings = {name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)}
+        # element_offsets: device-array views start at any whole element
+        table = (compiled.bind(bindings, element_offsets=True) if flags is None
+                 else compiled.bind_with_error_flags(bindings, Binding(flags), element_offsets=True))
         if not cached:
             return table
         self._tables[key] = table
@@ -188,30 +214,30 @@ def pool_of(device: Device) -> BufferPool:
     return device.pool
 
 
-def upload(device: Device, pool: BufferPool, data, encoder) -> tuple[object, object | None]:
+def upload(device: Device, pool: BufferPool, data, encoder, staged=None, what: str = "gpuops"
+           ) -> tuple[object, object | None]:
     """A pooled storage buffer that holds the bytes of `data` (a C-contiguous array) from offset 0 for the work
     recorded into `encoder` after this call, and the pooled buffer to give back once `encoder` is submitted (or
     None). Call with the device's lock held.
 
     Below MAPPED_UPLOAD_BYTES the bytes go by queue.write_buffer (it lands before the next submission). Larger
-    ones are copied into a pooled MAP_WRITE buffer and from there by a copy recorded into `encoder`: write_buffer
-    makes a new staging allocation of the full size on every call, which for large arrays costs more than the copy
-    itself (fresh memory is faulted in page by page)."""
+    ones go through fill_upload (a pooled MAP_WRITE buffer) and from there by a copy recorded into `encoder`:
+    write_buffer makes a new staging allocation of the full size on every call, which for large arrays costs more
+    than the copy itself (fresh memory is faulted in page by page). `staged`: that upload buffer, filled by the
+    caller beforehand (fill_upload, without the lock), which stays the caller's to give back (None is returned).
+    `what` names the operation in errors."""
     size = data.nbytes
-    buffer = pool.acquire(device, STORAGE, -(-size // 16) * 16)
-    words = -(-size // 4) * 4  # copies and mappings move whole 4-byte words
-    if size >= MAPPED_UPLOAD_BYTES:
-        staging = pool.acquire(device, UPLOAD, words)
-        try:
-            staging.map_sync(device.wgpu.MapMode.WRITE, 0, words)
-            write_mapped(staging, data, size)
-            staging.unmap()
-        except BaseException:
-            _drop(pool, staging)
-            pool.release(buffer)
-            raise
-        encoder.copy_buffer_to_buffer(staging, 0, buffer, 0, words)
-        return buffer, staging
+    staging = staged if staged is not None else fill_upload(device, pool, data, what) if uploads_mapped(size) \
+        else None
+    try:
+        buffer = pool.acquire(device, STORAGE, -(-size // 16) * 16, what)
+    except BaseException:
+        if staging is not None and staged is None:
+            pool.release(staging)
+        raise
+    if staging is not None:
+        encoder.copy_buffer_to_buffer(staging, 0, buffer, 0, -(-size // 4) * 4)
+        return buffer, (staging if staged is None else None)
     queue = device.wgpu_device.queue
     whole = size - size % 4
     if whole:
@@ -223,77 +249,122 @@ def upload(device: Device, pool: BufferPool, data, encoder) -> tuple[object, obj
     return buffer, None
 
 
-def _drop(pool: BufferPool, buffer) -> None:
+def uploads_mapped(size: int) -> bool:
+    """Whether an upload of `size` bytes goes through a mapped buffer (fill_upload) rather than write_buffer."""
+    return size >= MAPPED_UPLOAD_BYTES
+
+
+def fill_upload(device: Device, pool: BufferPool, data, what: str = "gpuops") -> object:
+    """A pooled MAP_WRITE buffer holding the bytes of `data` (a C-contiguous array) from offset 0, unmapped, for a
+    copy from it. The copy into the mapping runs on the device's host-copy threads, and no lock is held while the
+    mapping is awaited or filled (another thread's lock, if the caller holds one, stays held)."""
+    size = data.nbytes
+    words = -(-size // 4) * 4  # copies and mappings move whole 4-byte words
+    access = device.host_access
+    with device._lock, device.explained(what, "allocating an upload buffer"):
+        staging = pool.acquire(device, UPLOAD, words, what)
+    pending = view = None
+    try:
+        with device._lock, device.explained(what, "mapping an upload buffer"):
+            pending = access.begin_map(staging, True, words)
+        device.wait(pending, what, "mapping an upload buffer")
+        with device._lock, device.explained(what, "writing an upload buffer"):
+            view = access.mapped_view(staging, pending, words, write=True)
+            if view is None:  # no writable view in this wgpu-py: its own copy, on this thread
+                staging.write_mapped(data, 0)
+        if view is not None:
+            device.host_copies.copy(np.frombuffer(view, np.uint8, size),
+                                    np.frombuffer(memoryview(data).cast("B"), np.uint8, size))
+        with device._lock, device.explained(what, "writing an upload buffer"):
+            access.unmap(staging, pending, view)
+    except BaseException:
+        with device._lock:
+            _give_back_mappable(device, pool, staging, pending, view)
+        raise
+    return staging
+
+
+def _give_back_mappable(device: Device, pool: BufferPool, buffer, pending, view) -> None:
     """Give back a mappable buffer after a failure: unmapped, or destroyed if its mapping is still pending."""
-    if buffer.map_state == "mapped":
-        buffer.unmap()
-    if buffer.map_state == "unmapped":
+    if device.host_access.reusable(buffer, pending, view):
         pool.release(buffer)
     else:
         pool._destroy(buffer)
 
 
-_skip_flush = True  # whether this wgpu-py maps for reading without its flush (see start_read_mapping)
+class ReadBack:
+    """A read-back under way (start_read_back): the staging buffer's mapping, begun after the submission that
+    copies into it. `finish` waits for it and hands the bytes to `fill`."""
 
+    __slots__ = ("device", "pool", "staging", "pending", "size", "what")
 
-def start_read_mapping(device: Device, buffer, size: int):
-    """Begin mapping the first `size` bytes of a MAP_READ buffer whose copy has just been submitted; the promise
-    to wait for (Device.wait: bounded, and ended by the device's loss).
+    def __init__(self, device: Device, pool: BufferPool, staging, pending, size: int, what: str):
+        self.device, self.pool, self.staging, self.pending, self.size, self.what = \
+            device, pool, staging, pending, size, what
 
-    On wgpu-native, wgpu-py's READ mapping first submits an empty command buffer (its workaround for a buffer mapped
-    before any submission: gpuops always submits the copy first), which costs as much as a small call's own
-    submission. wgpu-py's queue.read_buffer maps without it through the mode "READ_NOSYNC"; gpuops does the same,
-    and uses READ where a wgpu-py does not know that mode."""
-    global _skip_flush
-    if _skip_flush and device.backend == "wgpu-native":
+    def finish(self, fill, done: list | None = None) -> None:
+        """Wait for the mapping and call `fill(memoryview)` on the mapped bytes: the one copy into host memory. No
+        lock is held while the GPU works or while `fill` runs (other threads may submit meanwhile), and a lost
+        device ends the wait with DeviceError. `fill` must not keep the memoryview: it is released when the buffer
+        is unmapped.
+
+        `done`: the call's other pooled buffers, given back to the pool together with the staging buffer once the
+        result is read, and then taken out of the list; where the read-back fails they stay in it for the caller."""
+        device, pool, staging, what = self.device, self.pool, self.staging, self.what
+        access = device.host_access
+        mapped = None
         try:
-            return buffer.map_async("READ_NOSYNC", 0, size)
-        except ValueError as exc:  # refused before anything is mapped
-            if "READ_NOSYNC" not in str(exc):
-                raise
-            _skip_flush = False
-    return buffer.map_async(device.wgpu.MapMode.READ, 0, size)
+            device.wait(self.pending, what, "waiting for the read-back")
+            with device._lock, device.explained(what, "reading back"):
+                mapped = access.mapped_view(staging, self.pending, self.size, write=False)
+            fill(mapped)
+        except BaseException:
+            with device._lock:
+                _give_back_mappable(device, pool, staging, self.pending, mapped)
+            raise
+        with device._lock:
+            access.unmap(staging, self.pending, mapped)
+            if done is None:
+                pool.release(staging)
+            else:
+                pool.release(*done, staging)
+                done.clear()
 
 
-def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
-              what: str = "gpuops", done: list | None = None, uses=()) -> None:
+def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int,
+                    what: str = "gpuops", uses=(), tail: tuple | None = None) -> ReadBack:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
     `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked
-    first, as Device.submit does), map the staging buffer and call `fill(memoryview)` on the mapped bytes: the one
-    copy into host memory. No lock is held while the GPU works or while `fill` runs (other threads may submit
-    meanwhile), and a lost device ends the wait with DeviceError. `fill` must not keep the memoryview: it is
-    released when the buffer is unmapped.
-
-    `done`: the call's other pooled buffers, given back to the pool together with the staging buffer once the
-    result is read, and then taken out of the list; where the read-back fails they stay in it for the caller."""
-    size = -(-size // 4) * 4
-    staging = mapped = None
+    first, as Device.submit does) and begin mapping the staging buffer: ReadBack.finish reads it. `tail`: (buffer,
+    offset, size) of a few more bytes copied into the staging buffer after the first `size` (rounded up to 4),
+    which `fill` sees after them (the NumPy-level functions' error flags)."""
+    size = -(-size // 4) * 4 + (tail[2] if tail is not None else 0)
+    staging = None
     try:
-        # One hold of the locks from the copy to the mapping (wgpu-native may submit when a mapping begins).
+        # One hold of the locks from the copy to the mapping.
         with device._lock, device._watch.submit_lock:
             with device.explained(what, "reading a result back"):
                 if encoder is None:
                     encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
                 staging = pool.acquire(device, STAGING, size)
-                encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+                if tail is None:
+                    encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+                else:
+                    encoder.copy_buffer_to_buffer(buffer, offset, staging, 0, size - tail[2])
+                    encoder.copy_buffer_to_buffer(tail[0], tail[1], staging, size - tail[2], tail[2])
             device.submit(encoder, what, uses)
             with device.explained(what, "mapping the read-back"):
-                promise = start_read_mapping(device, staging, size)
-        device.wait(promise, what, "waiting for the read-back")
-        with device._lock, device.explained(what, "reading back"):
-            mapped = staging.read_mapped(0, size, copy=False)
-        fill(mapped)
+                pending = device.host_access.begin_map(staging, False, size)
     except BaseException:
         if staging is not None:
             with device._lock:
-                if mapped is not None:
-                    staging.unmap()
-                _drop(pool, staging)
+                pool.release(staging)  # never mapped
         raise
-    with device._lock:
-        staging.unmap()
-        if done is None:
-            pool.release(staging)
-        else:
-            pool.release(*done, staging)
-            done.clear()
+    return ReadBack(device, pool, staging, pending, size, what)
+
+
+def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
+              what: str = "gpuops", done: list | None = None, uses=(), tail: tuple | None = None) -> None:
+    """start_read_back, then ReadBack.finish(fill, done): the copy's submission, the wait and the one copy into
+    host memory (see both)."""
+    start_read_back(device, pool, encoder, buffer, offset, size, what, uses, tail).finish(fill, done)

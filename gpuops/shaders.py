@@ -56,6 +56,18 @@ _WIDE_STORES: dict[OutputStore, tuple[str, ...]] = {
 }
 
 
+# The entry point (wgsl/loop/), by whether it prepares the operation's workgroup memory before the grid's work and
+# whether it reports what the operation noted after it (Operation.error_flags: lib/error_flags.wgsl).
+_ENTRY_POINTS: dict[tuple[bool, bool], str] = {
+    (False, False): "main.wgsl",
+    (True, False): "main_prepared.wgsl",
+    (False, True): "main_reporting.wgsl",
+    (True, True): "main_prepared_reporting.wgsl",
+}
+# The flag word of a kernel that reports errors (Operation.error_flags), bound after the loop's views.
+ERROR_FLAGS = "error_flags"
+
+
 def loop_files(key: KernelKey) -> list[str]:
     """The loop's files, relative to wgsl/loop/: its storage, its output view and store, its grid's work and the
     entry point."""
@@ -71,28 +83,32 @@ def loop_files(key: KernelKey) -> list[str]:
     files += [name.format(storage=storage) for name in _GRID_FILES[loop.grid]]
     prepared = key.operation.workgroup_file is not None
     if loop.grid in _PREPARING_GRIDS:
-        files += [_PREPARING_GRIDS[loop.grid][prepared], "main.wgsl"]
-    else:
-        files.append("main_prepared.wgsl" if prepared else "main.wgsl")
+        files.append(_PREPARING_GRIDS[loop.grid][prepared])
+        prepared = False
+    files.append(_ENTRY_POINTS[prepared, key.operation.error_flags])
     return files
 
 
 def shader_files(key: KernelKey) -> list[str]:
     """Every hand-written file a kernel is made of, relative to wgsl/, in order: the loop's, then the operation's
-    (its adapter for one or two inputs, its files, its workgroup library, its op file)."""
+    (its adapter for one or two inputs, its files, its workgroup library, the report of what it noted, its op
+    file)."""
     operation = key.operation
     files = [f"loop/{name}" for name in loop_files(key)]
     files.append("ops/unary.wgsl" if key.input_count == 1 else "ops/binary.wgsl")
     files += operation.files
     if operation.workgroup_file is not None:
         files.append(operation.workgroup_file)
+    if operation.error_flags:
+        files.append("lib/error_flags.wgsl")
     files.append(f"ops/{operation.op_file}")
     return files
 
 
-def bindings(key: KernelKey) -> list[tuple[int, str, str, Operand]]:
-    """(binding, variable, access, operand) of every storage view. Only read-only views of a range are ever bound
-    twice: WebGPU implementations may refuse two writable views of one buffer range (Dawn does)."""
+def bindings(key: KernelKey) -> list[tuple[int, str, str, Operand | None]]:
+    """(binding, variable, access, operand) of every storage view: the loop's views of the operands, then the
+    operation's flag word (ERROR_FLAGS, operand None) where it reports errors. Only read-only views of a range are
+    ever bound twice: WebGPU implementations may refuse two writable views of one buffer range (Dawn does)."""
     views = []
     for operand, placement in zip((Operand.A, Operand.B), key.loop.placements):
         name = "ab"[operand]
@@ -104,6 +120,8 @@ def bindings(key: KernelKey) -> list[tuple[int, str, str, Operand]]:
         elif placement is Placement.SHARED:
             views.append((len(views) + 1, f"{name}_words", READ_WRITE, operand))
     views.append((len(views) + 1, output_view(key), READ_WRITE, Operand.OUT))
+    if key.operation.error_flags:
+        views.append((len(views) + 1, ERROR_FLAGS, READ_WRITE, None))
     return views
 
 
@@ -151,8 +169,10 @@ def prelude(key: KernelKey) -> str:
     for binding, name, access, _ in bindings(key):
         if name.endswith("_chunks"):
             array = "array<vec4<u32>>"
+        elif name == ERROR_FLAGS or (name == "out_words" and key.atomic_output):
+            array = "array<atomic<u32>>"
         else:
-            array = "array<atomic<u32>>" if name == "out_words" and key.atomic_output else "array<u32>"
+            array = "array<u32>"
         lines.append(f"@group(0) @binding({binding}) var<storage, {access}> {name}: {array};")
     lines += _input_accessors(key)
     return "\n".join(lines) + "\n"

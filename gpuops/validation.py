@@ -142,10 +142,17 @@ def _output_addresses_distinct(tensor: TensorDesc) -> bool:
     return len(np.unique(offsets)) == len(offsets)
 
 
-def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device: object) -> None:
+def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device: object,
+                      element_offsets: bool = False) -> None:
     """Refuse, before any GPU work, bindings DirectML would refuse (DML_BUFFER_BINDING rules) and in-place
-    requests the operator does not allow. `device` is the gpuops Device the operator was compiled on."""
+    requests the operator does not allow. `device` is the gpuops Device the operator was compiled on.
+
+    `element_offsets` (gpuops' extension, for its NumPy-level calls on views of device arrays): an offset need only
+    be a whole number of the tensor's elements (or of its guaranteed_base_offset_alignment), and a tensor's bytes
+    are its elements' span, not rounded up to 4 (a view may end in its buffer's last bytes). The planner binds from
+    the adapter-aligned offset below and starts the tensor at its element there, as it does for every offset."""
     from .binding import Binding, buffer_watch, described
+    from .layout import span_in_bytes
     from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT
 
     op = f"DML_OPERATOR_{spec.name}"
@@ -176,20 +183,27 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
             raise refuse(name, f"{described(buffer)} was destroyed (buffer.destroy()); bind a live buffer")
         if not buffer.usage & device.wgpu.BufferUsage.STORAGE:
             raise refuse(name, f"the buffer's usage {int(buffer.usage)} lacks wgpu.BufferUsage.STORAGE")
-        alignment = max(MINIMUM_BUFFER_TENSOR_ALIGNMENT, tensor.guaranteed_base_offset_alignment)
+        if element_offsets:
+            alignment = max(tensor.data_type.size, tensor.guaranteed_base_offset_alignment)
+            rule = "the tensor's element size, or its guaranteed_base_offset_alignment when larger"
+            extent = span_in_bytes(tensor.sizes, tensor.element_strides, tensor.data_type.size)
+            extent_name = f"the {extent} bytes of {name}'s elements"
+        else:
+            alignment = max(MINIMUM_BUFFER_TENSOR_ALIGNMENT, tensor.guaranteed_base_offset_alignment)
+            rule = "16, or the tensor's guaranteed_base_offset_alignment when larger"
+            extent = tensor.total_tensor_size_in_bytes
+            extent_name = f"{name}.total_tensor_size_in_bytes {extent}"
         if not isinstance(binding.offset, int) or binding.offset < 0 or binding.offset % alignment:
-            raise refuse(name, f"offset {binding.offset!r} is not a multiple of {alignment} "
-                               "(16, or the tensor's guaranteed_base_offset_alignment when larger)")
+            raise refuse(name, f"offset {binding.offset!r} is not a multiple of {alignment} ({rule})")
         if binding.offset > buffer.size:
             raise refuse(name, f"offset {binding.offset} is past the end of the {buffer.size}-byte buffer")
         size = binding.resolved_size
         if size < 0 or binding.offset + size > buffer.size:
             raise refuse(name, f"size {size} at offset {binding.offset} runs past the end of the "
                                f"{buffer.size}-byte buffer")
-        if size < tensor.total_tensor_size_in_bytes:
-            raise refuse(name, f"size {size} is smaller than {name}.total_tensor_size_in_bytes "
-                               f"{tensor.total_tensor_size_in_bytes}")
-        regions[name] = (buffer, binding.offset, binding.offset + tensor.total_tensor_size_in_bytes, tensor)
+        if size < extent:
+            raise refuse(name, f"size {size} is smaller than {extent_name}")
+        regions[name] = (buffer, binding.offset, binding.offset + extent, tensor)
 
     out_buffer, out_start, out_end, out_tensor = regions[spec.output]
     for name in spec.inputs:

@@ -35,7 +35,7 @@ def made_plans(monkeypatch) -> list:
     plans = []
     make = gpuops.CompiledOperator._make_plan
     monkeypatch.setattr(gpuops.CompiledOperator, "_make_plan",
-                        lambda self, bindings: plans.append(make(self, bindings)) or plans[-1])
+                        lambda self, *args: plans.append(make(self, *args)) or plans[-1])
     return plans
 
 
@@ -116,10 +116,14 @@ def run_and_check(device: gpuops.Device, desc, rng: np.random.Generator, value_s
     assert changed.size == 0, f"bytes outside the output's elements were written, e.g. at {changed[:8]}"
 
 
-def run_arranged(device: gpuops.Device, desc, arranged, rng: np.random.Generator, value_source) -> None:
+def run_arranged(device: gpuops.Device, desc, arranged, rng: np.random.Generator, value_source,
+                 error_flags: bool = False) -> tuple[int | None, list[np.ndarray]]:
     """Execute `desc` with its tensors where `arranged` (tests.layout_strategies.Arrangement) puts them: buffers
     of random canary bytes, each input's elements set from `value_source(data_type, count)`. Then every output
-    element must match NumPy bit for bit and every other byte of every buffer must be unchanged."""
+    element must match NumPy bit for bit and every other byte of every buffer must be unchanged.
+
+    `error_flags`: run the kernels that report NumPy's floating-point errors (CompiledOperator.bind_with_error_flags).
+    Returns their flag word (None without) and the inputs' elements as the kernels saw them."""
     spec = spec_of(desc)
     hosts = [rng.integers(0, 256, -(-size // 4) * 4, dtype=np.uint8) for size in arranged.buffer_sizes]
     logical = []
@@ -136,11 +140,19 @@ def run_arranged(device: gpuops.Device, desc, arranged, rng: np.random.Generator
     buffers = [wgpu_device.create_buffer_with_data(data=host, usage=USAGE) for host in hosts]
     bindings = {name: gpuops.Binding(buffers[arranged.buffer_of[name]], arranged.offset_of[name])
                 for name in spec.tensor_fields}
+    flag_buffer = wgpu_device.create_buffer(size=16, usage=USAGE) if error_flags else None
     try:
-        device.compile(desc).execute(bindings)
+        compiled = device.compile(desc)
+        if all(offset % 16 == 0 for offset in arranged.offset_of.values()):
+            compiled.execute(compiled.bind_with_error_flags(bindings, gpuops.Binding(flag_buffer)) if error_flags
+                             else bindings)
+        else:  # views of device arrays, as the NumPy-level functions bind them
+            compiled.execute(compiled.bind_with_error_flags(bindings, gpuops.Binding(flag_buffer), element_offsets=True)
+                             if error_flags else compiled.bind(bindings, element_offsets=True))
         got = [np.frombuffer(wgpu_device.queue.read_buffer(buffer), np.uint8).copy() for buffer in buffers]
+        flags = int(np.frombuffer(wgpu_device.queue.read_buffer(flag_buffer), np.uint32)[0]) if error_flags else None
     finally:
-        for buffer in buffers:
+        for buffer in buffers + ([flag_buffer] if error_flags else []):
             buffer.destroy()
     out_index = arranged.buffer_of[spec.output]
     assert_same_bits(element_view(got[out_index], out_tensor, arranged.offset_of[spec.output]), expected, *logical)
@@ -150,6 +162,7 @@ def run_arranged(device: gpuops.Device, desc, arranged, rng: np.random.Generator
             untouched = ~element_byte_mask(len(new), out_tensor, arranged.offset_of[spec.output])
         changed = np.flatnonzero((old != new) & untouched)
         assert changed.size == 0, f"buffer {index}: bytes outside the output's elements changed, e.g. at {changed[:8]}"
+    return flags, logical
 
 
 def written_bytes(device: gpuops.Device, desc, arranged, value_source) -> tuple[set[int], tuple, dict]:

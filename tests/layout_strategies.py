@@ -2,7 +2,8 @@
 GPU canary tests (layout_cases: any layout; transposed_cases: layout conversions, where the TILES grid runs).
 
 A drawn case is an operator (and mode) with a supported type pair, tensor sizes, each operand's strides and
-binding offset, the slack after each tensor in its buffer, whether the output aliases an input (in place) or
+binding offset (multiples of 16, DirectML's rule, or at times any whole element, as the NumPy-level functions bind
+views of device arrays), the slack after each tensor in its buffer, whether the output aliases an input (in place) or
 shares the inputs' buffer at another offset, and a DispatchPolicy small enough that every grid runs on little data.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from hypothesis import strategies as st
 
 from gpuops import DataType, DispatchPolicy
+from gpuops.layout import span_in_bytes
 from gpuops.operators import spec_by_name
 
 from .reference import op_cases
@@ -110,7 +112,7 @@ def layout_cases(draw, rows: bool = False, max_elements: int = 2048) -> LayoutCa
         layout_kind = "shared_buffer"  # inputs and output in one buffer, disjoint regions
 
     fields = spec.tensor_fields
-    offsets = {name: 16 * draw(st.integers(0, 6)) for name in fields}
+    offsets = _offsets(draw, spec, in_type, out_type)
     if layout_kind == "in_place":
         offsets[spec.output] = offsets[spec.inputs[0]]
     slack = {name: draw(st.sampled_from([0, 0, 4, 12, 16, 48])) for name in fields}
@@ -121,6 +123,18 @@ def layout_cases(draw, rows: bool = False, max_elements: int = 2048) -> LayoutCa
         binding_size_limit=draw(st.sampled_from([None] * 6 + [256, 1024])),
         pack_rounds_to_nearest=draw(st.booleans()))
     return LayoutCase(operator, mode, in_type, out_type, sizes, strides, offsets, slack, layout_kind, policy)
+
+
+def _offsets(draw, spec, in_type: DataType, out_type: DataType) -> dict:
+    """Each tensor field's binding offset: a multiple of 16, plus in one case of four a whole number of elements
+    below 16 bytes (a view of a device array starts at any element: d[1:])."""
+    elements = draw(st.integers(0, 3)) == 0
+    offsets = {}
+    for name in spec.tensor_fields:
+        size = (out_type if name == spec.output else in_type).size
+        within = size * draw(st.integers(0, 16 // size - 1)) if elements else 0
+        offsets[name] = 16 * draw(st.integers(0, 6)) + within
+    return offsets
 
 
 # Sizes of layout conversions: round ones (whole tiles at every workgroup size) and odd ones (tiles cut at the
@@ -188,7 +202,7 @@ def transposed_cases(draw, max_elements: int = 4096) -> LayoutCase:
 
     fields = spec.tensor_fields
     layout_kind = "shared_buffer" if draw(st.integers(0, 15)) == 0 else "separate"
-    offsets = {name: 16 * draw(st.integers(0, 6)) for name in fields}
+    offsets = _offsets(draw, spec, in_type, out_type)
     slack = {name: draw(st.sampled_from([0, 0, 4, 12, 16, 48])) for name in fields}
     policy = DispatchPolicy(
         workgroup_size=draw(st.sampled_from([1, 2, 4, 4, 8, 8, 8, 32])),
@@ -211,15 +225,23 @@ class Arrangement:
 def arrangement(case: LayoutCase, tensors: dict) -> Arrangement:
     """`tensors`: field -> TensorDesc. Separate buffers each hold one tensor at its offset with its slack after it;
     in place, the output shares its input's buffer and region; a shared buffer holds every tensor, one after
-    another (each region starting on 16 bytes)."""
+    another (each region starting on 16 bytes past the previous one's end). A tensor's bytes end at its elements'
+    end rounded up to 4 bytes (the tensor's total size from an offset that is a multiple of 16; from a view's
+    offset, possibly the buffer's last bytes: buffers are whole 4-byte words)."""
     spec = spec_by_name(case.operator)
     buffer_of, offset_of, sizes = {}, {}, []
+
+    def end_of(name: str, start: int) -> int:
+        tensor = tensors[name]
+        span = span_in_bytes(tensor.sizes, tensor.element_strides, tensor.data_type.size)
+        return -(-(start + span) // 4) * 4 + case.slack[name]
+
     if case.layout == "shared_buffer":
         end = 0
         for name in spec.tensor_fields:
             start = -(-end // 16) * 16 + case.offsets[name]
             buffer_of[name], offset_of[name] = 0, start
-            end = start + tensors[name].total_tensor_size_in_bytes + case.slack[name]
+            end = end_of(name, start)
         return Arrangement(buffer_of, offset_of, (end,))
     for name in spec.tensor_fields:
         if case.layout == "in_place" and name == spec.output:
@@ -227,7 +249,7 @@ def arrangement(case: LayoutCase, tensors: dict) -> Arrangement:
             offset_of[name] = offset_of[spec.inputs[0]]
             continue
         buffer_of[name], offset_of[name] = len(sizes), case.offsets[name]
-        sizes.append(case.offsets[name] + tensors[name].total_tensor_size_in_bytes + case.slack[name])
+        sizes.append(end_of(name, case.offsets[name]))
     return Arrangement(buffer_of, offset_of, tuple(sizes))
 
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 import gpuops
 from gpuops import (Binding, DataType, DeviceError, FeatureLevel, GpuOpsError, IsInfinityDesc, IsInfinityMode,
                     IsNanDesc, ModulusFloorDesc, SignDesc, TensorDesc, ValidationError, validate)
-from gpuops.adapters import check_wgpu_device, compute_shader_problem, pick_adapter
+from gpuops.adapter_choice import check_wgpu_device, compute_shader_problem, pick_adapter
+from gpuops.enums import integer_value
 from gpuops.errors import shown
 from gpuops.operators import OPERATORS
 
@@ -146,7 +147,8 @@ def test_fuzz_parsers(value):
 @given(value=WRONG)
 def test_fuzz_adapter_names_and_wgpu_devices(value):
     backend = fake_backend(recommended=VULKAN, adapters=[VULKAN, LLVMPIPE_GL])
-    if isinstance(value, str):  # a name: matched, or refused with the adapters there are
+    index = integer_value(value) if not isinstance(value, str) else None
+    if isinstance(value, str) or (index is not None and index >= 0):  # a name or an index: the adapters there are
         survives(lambda: pick_adapter(backend, value))
     else:
         entered(lambda: pick_adapter(backend, value), "Device.adapter", value)
@@ -474,11 +476,60 @@ def test_pick_adapter_by_name_says_the_adapter_cannot_run_compute_shaders():
     assert pick_adapter(fake_backend(VULKAN, [NVIDIA_GL, LLVMPIPE_GL, VULKAN]), "llvmpipe") is VULKAN
 
 
-@pytest.mark.parametrize("name", [123, True, 1.5, b"Vulkan", ["Vulkan"], object()], ids=lambda value: type(value).__name__)
-def test_pick_adapter_refuses_names_that_are_not_strings(name):
+@pytest.mark.parametrize("name", [-1, True, 1.5, b"Vulkan", ["Vulkan"], object()], ids=lambda value: type(value).__name__)
+def test_pick_adapter_refuses_what_is_neither_an_index_nor_a_name(name):
     with pytest.raises(ValidationError) as info:
         pick_adapter(fake_backend(VULKAN, [VULKAN]), name)
     assert str(info.value).startswith(f"Device.adapter: {shown(name)} ({type(name).__name__}); allowed: None")
+    assert "an adapter's index (an int of at least 0, see gpuops.adapters())" in str(info.value)
+
+
+TWIN = FakeAdapter("NVIDIA H200", "Vulkan", "DiscreteGPU", "570.86")
+TWIN_2 = FakeAdapter("NVIDIA H200", "Vulkan", "DiscreteGPU", "570.86")
+
+
+def test_pick_adapter_by_index_tells_identical_gpus_apart():
+    backend = fake_backend(TWIN, [TWIN, TWIN_2, NVIDIA_GL])
+    assert pick_adapter(backend, 0) is TWIN and pick_adapter(backend, 1) is TWIN_2
+    assert pick_adapter(backend, np.int64(1)) is TWIN_2  # NumPy integers are indices too
+    assert pick_adapter(backend, "H200") is TWIN  # a name picks the best match, the first of equals
+
+
+def test_pick_adapter_index_past_the_end_lists_the_adapters():
+    backend = fake_backend(TWIN, [TWIN, TWIN_2, GLES_30])
+    with pytest.raises(gpuops.DeviceError) as info:
+        pick_adapter(backend, 3)
+    assert str(info.value) == (
+        "Device.adapter: index 3 is past the adapters wgpu-native finds (allowed: 0 to 2); adapters: "
+        "[0] NVIDIA H200 (Vulkan, DiscreteGPU); [1] NVIDIA H200 (Vulkan, DiscreteGPU); "
+        "[2] Mali-G52 (OpenGL, IntegratedGPU) (cannot run compute shaders)")
+    with pytest.raises(gpuops.DeviceError, match=r"^GPUOPS_ADAPTER='7': index 7 is past .* \(allowed: none: no "
+                                                 r"adapter found\); adapters: none$"):
+        pick_adapter(fake_backend(None, []), 7, "GPUOPS_ADAPTER='7'")
+    with pytest.raises(gpuops.DeviceError, match="adapter Mali-G52 .* cannot run compute shaders"):
+        pick_adapter(backend, 2)
+
+
+def test_adapters_lists_what_gpuops_runs_on_by_index(device, monkeypatch):
+    listed = gpuops.adapters(device.backend)
+    enumerated = device.wgpu.gpu.enumerate_adapters_sync()
+    assert listed and [a.index for a in listed] == sorted({a.index for a in listed})
+    for adapter in listed:
+        info = enumerated[adapter.index].info
+        assert (adapter.name, adapter.backend, adapter.type) == (info["device"], info["backend_type"],
+                                                                 info["adapter_type"])
+        assert str(adapter) == f"[{adapter.index}] {adapter.name} ({adapter.backend}, {adapter.type})"
+    ours = next(a for a in listed if device.adapter.info["device"] == a.name
+                and device.adapter.info["backend_type"] == a.backend)
+    by_index = gpuops.Device(adapter=ours.index, backend=device.backend)
+    assert by_index.adapter_name == device.adapter_name
+    assert gpuops.sign(np.float32([-2, 0, 3]), device=by_index).tolist() == [-1, 0, 1]
+    monkeypatch.setenv("GPUOPS_ADAPTER", str(ours.index))
+    assert gpuops.Device(backend=device.backend).adapter_name == device.adapter_name
+    monkeypatch.setenv("GPUOPS_ADAPTER", str(len(enumerated)))
+    with pytest.raises(gpuops.DeviceError, match=rf"^GPUOPS_ADAPTER='{len(enumerated)}': index {len(enumerated)} "
+                                                 r"is past the adapters .*; adapters: \[0\] "):
+        gpuops.Device(backend=device.backend)
 
 
 def test_pick_adapter_on_this_machine_is_not_opengl_by_itself():

@@ -17,7 +17,7 @@ import pytest
 import wgpu
 
 import gpuops
-from gpuops.bench import cli, reference as bench_reference
+from gpuops.bench import cli, reference as bench_reference, stats
 from gpuops.bench.model import format_value
 from gpuops.bench.torch_compare import COMPARE_LAYOUTS
 from gpuops.bench.workload import Workload, bytes_moved, make_case
@@ -55,6 +55,16 @@ def _tuple(kind) -> tuple:
     return kind if isinstance(kind, tuple) else (kind,)
 
 
+RESULT_KEYS = {"operator": str, "mode": OPTIONAL_STR, "dtype": str, "output_dtype": str, "sizes": list,
+               "layout": str, "strides": dict, "elements": int, "bytes_moved": int, "cache": str, "exact": bool,
+               "error": OPTIONAL_STR, "warmup": OPTIONAL_INT, "iterations": OPTIONAL_INT, "stopped_on": OPTIONAL_STR,
+               "gpu_median_ns": OPTIONAL_NUMBER, "gpu_min_ns": OPTIONAL_NUMBER, "gpu_max_ns": OPTIONAL_NUMBER,
+               "gpu_noise": OPTIONAL_NUMBER, "host_median_ns": OPTIONAL_NUMBER, "host_noise": OPTIONAL_NUMBER,
+               "gpu_samples_ns": (list, type(None)), "host_samples_ns": (list, type(None)),
+               "gbps": OPTIONAL_NUMBER, "gbps_basis": OPTIONAL_STR, "copy_gbps": OPTIONAL_NUMBER,
+               "percent_of_copy": OPTIONAL_NUMBER, "compare": dict}
+
+
 def validate_document(doc: dict) -> None:
     """Every key and type docs/bench-json.md promises, nothing else."""
     expect_keys(doc, {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict,
@@ -77,9 +87,15 @@ def validate_document(doc: dict) -> None:
                 "versions")
     assert doc["adapter"]["implementation"] in ("wgpu-native", "dawn")
     settings = doc["settings"]
-    assert isinstance(settings["iterations"], int) and isinstance(settings["warmup"], int)
-    assert isinstance(settings["repeats"], int) and settings["repeats"] >= 1
-    assert set(settings["compare"]) <= {"numpy", "torch", "cupy"} and isinstance(settings["cuda_context"], bool)
+    own = {"default": {"elements": int}, "op": {"case": dict},
+           "sweep": {"layout": str, "min_elements": int, "max_elements": int}}[doc["command"]]
+    expect_keys(settings, {"iterations": int, "warmup": int, "repeats": int, "max_noise": OPTIONAL_NUMBER,
+                           "max_time_s": NUMBER, "max_samples": int, "cache": list, "flush_bytes": OPTIONAL_INT,
+                           "compare": list, "cuda_context": bool, **own}, "settings")
+    assert settings["iterations"] >= 1 and settings["warmup"] >= 0 and settings["repeats"] >= 1
+    assert settings["cache"] in (["warm"], ["cold"], ["warm", "cold"])
+    assert (settings["flush_bytes"] is None) == ("cold" not in settings["cache"])
+    assert set(settings["compare"]) <= {"numpy", "torch", "cupy"}
     conversion = doc["timestamp_conversion"]
     expect_keys(conversion, {"method": str, "tick_ns": OPTIONAL_NUMBER, "measured_ns_per_tick": OPTIONAL_NUMBER,
                              "short_pass": (dict, type(None)), "long_pass": (dict, type(None)), "note": str},
@@ -89,30 +105,43 @@ def validate_document(doc: dict) -> None:
     if conversion["method"] == "nanoseconds":
         assert conversion["tick_ns"] == 1.0 and abs(conversion["measured_ns_per_tick"] - 1) <= 0.05
     for entry in doc["copy_roof"]:
-        expect_keys(entry, {"bytes_moved": int, "gpu_median_ns": OPTIONAL_NUMBER, "host_median_ns": NUMBER,
+        expect_keys(entry, {"bytes_moved": int, "cache": str, "iterations": int, "gpu_median_ns": OPTIONAL_NUMBER,
+                            "gpu_noise": OPTIONAL_NUMBER, "host_median_ns": NUMBER, "host_noise": OPTIONAL_NUMBER,
                             "gbps": NUMBER, "gbps_basis": str}, "copy_roof[]")
+        assert entry["cache"] in settings["cache"] and entry["iterations"] >= settings["iterations"]
     for row in doc["results"]:
         validate_result(row, doc)
 
 
 def validate_result(row: dict, doc: dict) -> None:
-    expect_keys(row, {"operator": str, "mode": OPTIONAL_STR, "dtype": str, "output_dtype": str, "sizes": list,
-                      "layout": str, "strides": dict, "elements": int, "bytes_moved": int, "exact": bool,
-                      "error": OPTIONAL_STR, "iterations": OPTIONAL_INT, "warmup": OPTIONAL_INT,
-                      "gpu_median_ns": OPTIONAL_NUMBER, "gpu_min_ns": OPTIONAL_NUMBER,
-                      "gpu_max_ns": OPTIONAL_NUMBER, "host_median_ns": OPTIONAL_NUMBER, "gbps": OPTIONAL_NUMBER,
-                      "gbps_basis": OPTIONAL_STR, "copy_gbps": OPTIONAL_NUMBER, "percent_of_copy": OPTIONAL_NUMBER,
-                      "compare": dict}, "results[]")
+    expect_keys(row, RESULT_KEYS, "results[]")
     assert row["operator"].startswith("ELEMENT_WISE_")
+    assert row["cache"] in doc["settings"]["cache"]
     assert row["dtype"] in DATA_TYPES and row["output_dtype"] in DATA_TYPES
     assert row["mode"] in (None, "EITHER", "POSITIVE", "NEGATIVE")
     assert np.prod(row["sizes"]) == row["elements"]
     assert set(row["strides"]) <= {"InputTensor", "ATensor", "BTensor", "OutputTensor"}
     if not row["exact"]:
         assert row["error"] and row["gbps"] is None and row["gpu_median_ns"] is None
+        assert row["gpu_samples_ns"] is None and row["host_samples_ns"] is None and row["stopped_on"] is None
         return
     assert row["error"] is None
     assert row["gbps_basis"] in ("gpu", "host")
+    # The summaries are those of the samples the row keeps.
+    settings = doc["settings"]
+    assert row["stopped_on"] in stats.STOPPED_ON
+    assert len(row["host_samples_ns"]) == row["iterations"] >= settings["iterations"]
+    if settings["max_noise"] is None:
+        assert row["stopped_on"] == "min_samples" and row["iterations"] == settings["iterations"]
+    assert row["host_median_ns"] == pytest.approx(np.median(row["host_samples_ns"]))
+    assert row["host_noise"] == stats.noise(row["host_samples_ns"])
+    if row["gpu_samples_ns"] is None:
+        assert row["gpu_median_ns"] is None and row["gpu_noise"] is None and row["gbps_basis"] == "host"
+    else:
+        assert len(row["gpu_samples_ns"]) == row["iterations"]
+        assert (row["gpu_median_ns"], row["gpu_min_ns"], row["gpu_max_ns"]) == pytest.approx(
+            (np.median(row["gpu_samples_ns"]), min(row["gpu_samples_ns"]), max(row["gpu_samples_ns"])))
+        assert row["gpu_noise"] == stats.noise(row["gpu_samples_ns"])
     timed = row["gpu_median_ns"] if row["gbps_basis"] == "gpu" else row["host_median_ns"]
     assert row["gbps"] == pytest.approx(row["bytes_moved"] / timed)
     if doc["timestamp_conversion"]["method"] != "unavailable":
@@ -139,8 +168,12 @@ def validate_result(row: dict, doc: dict) -> None:
 def test_help_names_every_command(capsys):
     status, out, _ = run(capsys, "--help")
     assert status == 0
-    for command in ("default", "adapters", "op", "sweep", "targets", "model"):
+    commands = ("default", "adapters", "op", "sweep", "targets", "compare", "model")
+    for command in commands:
         assert command in out
+    for command in commands:
+        status, out, err = run(capsys, command, "--help")
+        assert (status, err) == (0, "") and out.startswith(f"usage: gpuops-bench {command} "), command
 
 
 def test_adapters_show_backend_type_limits_and_features(capsys):
@@ -150,6 +183,7 @@ def test_adapters_show_backend_type_limits_and_features(capsys):
     assert "max-storage-buffer-binding-size" in out and "min-storage-buffer-offset-alignment" in out
     assert "timestamp-query" in out and "features: " in out
     assert "(default)" in out
+    assert "[0] " in out and "[index] as Device(adapter=index) and GPUOPS_ADAPTER=index pick them" in out
 
 
 # ---------------------------------------------------------------------------------------------------------- op
@@ -218,9 +252,9 @@ def test_repeats_time_several_passes_per_span(capsys, tmp_path, monkeypatch):
     spans = []
     real_run = timing.GpuTimer.run
 
-    def run_spy(self, record, iterations, warmup, repeats=1):
+    def run_spy(self, record, iterations, warmup, repeats=1, before=None):
         spans.append(repeats)
-        return real_run(self, record, iterations, warmup, repeats)
+        return real_run(self, record, iterations, warmup, repeats, before)
 
     monkeypatch.setattr(timing.GpuTimer, "run", run_spy)
     path = tmp_path / "op.json"
@@ -311,7 +345,6 @@ def test_op_without_timestamps_reports_host_times(capsys, tmp_path, monkeypatch)
     (["op", "sign", "--layout", "nchw-to-nhwc"], ("layout 'nchw-to-nhwc' needs 4 sizes (N, C, H, W), e.g. --sizes "
                                                   "4,64,32,32; got 2 (1024,1024)")),
     (["op", "sign", "--layout", "nchw-to-nhwc", "--sizes", "2,3,4"], "needs 4 sizes (N, C, H, W)"),
-    (["op", "sign", "-a", "no-such-adapter"], "no adapter matches 'no-such-adapter'"),
     (["sweep", "--max-elements", "100"], "below the sweep's smallest size"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])
@@ -319,6 +352,26 @@ def test_usage_errors_are_one_line_and_status_2(capsys, argv, fragment):
     status, _, err = run(capsys, *argv)
     assert status == 2
     assert fragment in one_error_line(err)
+
+
+def test_what_the_machine_lacks_is_status_3(capsys, monkeypatch, tmp_path):
+    """An adapter, a package or a file gpuops installed that is not there is no usage error: status 3."""
+    status, _, err = run(capsys, "op", "sign", "-a", "no-such-adapter", "-q")
+    assert status == 3 and "no adapter matches 'no-such-adapter'" in one_error_line(err)
+    from gpuops import shaders
+
+    emptied = tmp_path / "wgsl"  # an installation whose shaders went missing
+    monkeypatch.setattr(shaders, "WGSL_DIR", emptied)
+    shaders.wgsl_file.cache_clear()
+    status, _, err = run(capsys, "op", "sign", "--sizes", "64", "-i", "1", "-w", "0", "-q")
+    shaders.wgsl_file.cache_clear()
+    assert status == 3
+    assert one_error_line(err).startswith(f"cannot access {emptied / 'loop' / 'params.wgsl'}: No such file or directory")
+    # A file the user named is a usage error.
+    status, _, err = run(capsys, "targets", "--render", tmp_path / "missing.json")
+    assert status == 2 and one_error_line(err).startswith(f"cannot access {tmp_path / 'missing.json'}")
+    status, out, _ = run(capsys, "--help")
+    assert status == 0 and "3 the installation or the machine cannot do it" in " ".join(out.split())
 
 
 # -------------------------------------------------------------------------------------------- sweep, default
@@ -524,12 +577,12 @@ def test_raw_binary_source_and_target(capsys, tmp_path, monkeypatch):
     path.write_text(json.dumps(model))
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)  # sources and targets are next to the model, not in the current directory
+    monkeypatch.chdir(elsewhere)  # sources are read next to the model, targets written in the current directory
     status, out, err = run(capsys, "model", path)
     assert status == 0, err
-    assert f"Resource 'X' written to {tmp_path / 'out' / 'y.bin'}" in out.splitlines()
-    assert np.frombuffer((tmp_path / "out" / "y.bin").read_bytes(), np.int16).tolist() == [-1, 0, 1, -1]
-    assert list(elsewhere.iterdir()) == []
+    assert f"Resource 'X' written to {elsewhere / 'out' / 'y.bin'}" in out.splitlines()
+    assert np.frombuffer((elsewhere / "out" / "y.bin").read_bytes(), np.int16).tolist() == [-1, 0, 1, -1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "m.json", "x.bin"]
 
 
 def test_print_format_matches_dxdispatch():
@@ -1082,4 +1135,4 @@ def test_missing_backend_is_a_clean_error(capsys):
     except ImportError:
         pass
     status, _, err = run(capsys, "op", "sign", "--backend", "dawn", "--sizes", "64")
-    assert status == 2 and "needs the Python package 'wgpudawn'" in one_error_line(err)
+    assert status == 3 and "needs the Python package 'wgpudawn'" in one_error_line(err)

@@ -499,12 +499,17 @@ def test_descriptions_cannot_be_mutated(device):
     assert isinstance(gpuops.FrozenDescriptionError("x"), dataclasses.FrozenInstanceError)
 
 
-def test_more_memory_than_the_adapter_has_is_refused_before_any_work(device):
-    """The adapter's largest buffer (lowered here: adapters differ, some allow more than any DirectML tensor)."""
+def test_more_memory_than_the_adapter_has(device):
+    """The adapter's largest buffer (lowered here: adapters differ, some allow more than any DirectML tensor): a
+    host result larger than it runs in pieces; a device result, one buffer, is refused before any work."""
     small = device_with(device, max_buffer_size=1 << 20)
-    huge = np.broadcast_to(np.float32(1.0), (1 << 19,))  # zero strides: a 4-byte input, a 2 MiB output
-    with pytest.raises(gpuops.DeviceError, match="holds at most 1048576 bytes"):
-        gpuops.sign(huge, device=small)
+    huge = np.broadcast_to(np.float32(-1.0), (1 << 19,))  # zero strides: a 4-byte input, a 2 MiB output
+    assert np.array_equal(gpuops.sign(huge, device=small), np.full(1 << 19, -1, np.float32))
+    row = gpuops.asarray(np.ones((1, 512), np.float32), small)
+    column = gpuops.asarray(np.full((1024, 1), 3, np.float32), small)
+    with pytest.raises(gpuops.DeviceError, match="a buffer of 2097152 bytes is needed; .* holds at most 1048576 "
+                                                 "bytes"):
+        gpuops.modulus_floor(row, column)  # a (1024, 512) float32 device result
     assert gpuops.sign(np.float32([-2]), device=small).tolist() == [-1.0]
 
 

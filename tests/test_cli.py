@@ -1,7 +1,8 @@
 """What a stranger meets first: the distribution's name, version and license, install hints that name this
 project, an import that prints nothing, and gpuops-bench's command line: --version, arguments refused before any
-device work, skipped pairs said, model outputs said and placed next to the model, progress on slow steps, and a
-"% copy" shown only where it means something."""
+device work (a negative size named as such), skipped pairs said, model outputs said and written where the command
+runs, model timings labelled truthfully, progress on slow steps, and a "% copy" shown only where it means
+something."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import importlib.metadata
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -138,6 +138,13 @@ def no_device(monkeypatch):
     (["sweep", "--min-elements", "4096", "--max-elements", "2048"], "--min-elements 4096 is above"),
     (["default", "--ops", "gemm"], "operator 'gemm' is not implemented by gpuops"),
     (["model", MODELS / "sign_in_place.json", "--output-dir", MODELS / "sign_in_place.json"], "is not a directory"),
+    # A value that starts with '-' is read as a value and refused for what it is, not reported missing.
+    (["op", "sign", "--sizes", "-5,3"], "argument --sizes: size -5 in '-5,3': every size must be at least 1"),
+    (["op", "sign", "--sizes", "4,-3"], "argument --sizes: size -3 in '4,-3': every size must be at least 1"),
+    (["op", "sign", "--strides", "-1,1"], "argument --strides: '-1,1': give non-negative integers"),
+    (["op", "sign", "-i", "-3"], "argument -i/--iterations/--min-samples: -3; must be at least 1"),
+    (["default", "--max-noise", "-1%"], "argument --max-noise: '-1%'; must be 0% or more"),
+    (["sweep", "--flush-bytes", "lots"], "argument --flush-bytes: 'lots' is not a byte count (e.g. 256MiB"),
 ])
 def test_arguments_are_refused_before_the_device_opens(capsys, no_device, argv, fragment):
     start = time.perf_counter()
@@ -145,6 +152,12 @@ def test_arguments_are_refused_before_the_device_opens(capsys, no_device, argv, 
     assert status == 2
     assert fragment in one_error_line(err)
     assert time.perf_counter() - start < 5
+
+
+def test_byte_counts_read_units():
+    assert [cli._bytes(text) for text in ("4096", "256MiB", "256M", "1GiB", "2^28", "64 KiB")] == \
+        [4096, 256 << 20, 256 << 20, 1 << 30, 1 << 28, 64 << 10]
+    assert cli._percent("2%") == cli._percent("2") == pytest.approx(0.02)
 
 
 def test_model_errors_come_before_the_device_opens(capsys, no_device, tmp_path):
@@ -178,24 +191,61 @@ def test_sweep_says_a_layout_skips_an_operator(capsys):
 
 # ------------------------------------------------------------------------------------------ model: output files
 
-def test_model_writes_next_to_the_model_and_says_where(capsys, tmp_path, monkeypatch):
-    models = tmp_path / "models"
-    models.mkdir()
-    for name in ("modulus_floor_npy.json", "modulus_floor_npy_a.npy", "modulus_floor_npy_b.npy"):
-        shutil.copy(MODELS / name, models / name)
+def test_model_writes_into_the_current_directory_and_says_where(capsys, tmp_path, monkeypatch):
+    """writeFile targets land where the command runs (or in --output-dir), never among the model's files: running
+    the examples leaves bench/models/ as it was."""
+    models_before = sorted(MODELS.iterdir())
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
-    status, out, err = run(capsys, "model", models / "modulus_floor_npy.json")
+    status, out, err = run(capsys, "model", MODELS / "modulus_floor_npy.json")
     assert status == 0, err
-    target = models / "modulus_floor_npy_out.npy"
+    target = cwd / "modulus_floor_npy_out.npy"
     assert f"Resource 'Out' written to {target}" in out.splitlines()
-    assert np.load(target).shape == (2, 4) and list(cwd.iterdir()) == []
+    assert np.load(target).shape == (2, 4) and sorted(MODELS.iterdir()) == models_before
     chosen = tmp_path / "chosen"
-    status, out, err = run(capsys, "model", models / "modulus_floor_npy.json", "--output-dir", chosen)
+    status, out, err = run(capsys, "model", MODELS / "modulus_floor_npy.json", "--output-dir", chosen)
     assert status == 0, err
     assert f"Resource 'Out' written to {chosen / 'modulus_floor_npy_out.npy'}" in out.splitlines()
     assert np.array_equal(np.load(chosen / "modulus_floor_npy_out.npy"), np.load(target), equal_nan=True)
+    assert sorted(p.name for p in cwd.iterdir()) == ["modulus_floor_npy_out.npy"]
+    assert sorted(MODELS.iterdir()) == models_before
+
+
+def test_model_never_reports_a_first_use_sample_as_hot(capsys):
+    """A dispatch's first sample pays first-use costs: it is cold (-w), and -t runs past its time until a hot
+    sample follows; with fewer iterations than -w every sample is reported cold."""
+    example = MODELS / "sign_in_place.json"
+    status, out, err = run(capsys, "model", example, "-t", "0.001", "-v", "1")
+    assert status == 0, err
+    assert re.search(r"^CPU Timings \(Cold\)\s*: 1 samples, ", out, re.M)
+    assert re.search(r"^CPU Timings \(Hot\)\s*: [1-9]\d* samples, ", out, re.M)
+    status, out, err = run(capsys, "model", example, "-t", "0.001", "-w", "3", "-v", "1")
+    assert status == 0, err
+    assert re.search(r"^CPU Timings \(Cold\)\s*: 3 samples, ", out, re.M) and "(Hot)" in out
+    status, out, err = run(capsys, "model", example, "-i", "1", "-v", "1")
+    assert status == 0, err
+    assert re.search(r"^CPU Timings \(Cold\)\s*: 1 samples, ", out, re.M) and "(Hot)" not in out
+    status, out, err = run(capsys, "model", example, "-i", "1")
+    assert status == 0 and re.search(r"^Dispatch 'sign': 1 iterations, [\d.]+ ms median \(CPU\)", out, re.M)
+
+
+def test_plot_hint_installs_matplotlib_alone(monkeypatch):
+    """The hint must not reinstall gpuops from wherever the user stands: only the missing package."""
+    import builtins
+
+    from gpuops.bench.suite import plot_sweep
+
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.split(".")[0] == "matplotlib":
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert plot_sweep([], [], "unused.png", "run") == \
+        "plot skipped: matplotlib is not installed (pip install matplotlib)"
 
 
 # ---------------------------------------------------------------------------------------------------- progress
@@ -224,7 +274,7 @@ def test_a_slow_case_says_what_is_running(capsys, monkeypatch):
     monkeypatch.setattr(Session, "run", slow_run)
     status, out, err = run(capsys, "op", "sign", "--sizes", "64", "-i", "1", "-w", "0")
     assert status == 0, err
-    assert "running: op: checking sign float32 64 against NumPy, then timing 1 iterations" in err.splitlines()
+    assert "running: op: checking sign float32 64 against NumPy, then timing 1 samples" in err.splitlines()
     status, _, err = run(capsys, "op", "sign", "--sizes", "64", "-i", "1", "-w", "0", "-q")
     assert status == 0 and err == ""
 
@@ -234,9 +284,10 @@ def test_a_slow_case_says_what_is_running(capsys, monkeypatch):
 def _row(own_ns: float, copy_ns: float, moved: int = 1 << 20) -> dict:
     gbps, copy_gbps = moved / own_ns, moved / copy_ns
     return {"operator": "ELEMENT_WISE_SIGN", "mode": None, "dtype": "FLOAT32", "output_dtype": "FLOAT32",
-            "sizes": [moved // 8], "layout": "packed", "exact": True, "bytes_moved": moved, "gpu_median_ns": own_ns,
-            "gpu_min_ns": own_ns, "gpu_max_ns": own_ns, "host_median_ns": own_ns + 50_000, "gbps": gbps,
-            "gbps_basis": "gpu", "copy_gbps": copy_gbps, "percent_of_copy": 100 * gbps / copy_gbps}
+            "sizes": [moved // 8], "layout": "packed", "cache": "warm", "exact": True, "bytes_moved": moved,
+            "iterations": 3, "stopped_on": "min_samples", "gpu_median_ns": own_ns, "gpu_min_ns": own_ns,
+            "gpu_max_ns": own_ns, "gpu_noise": 0.0, "host_median_ns": own_ns + 50_000, "host_noise": 0.0,
+            "gbps": gbps, "gbps_basis": "gpu", "copy_gbps": copy_gbps, "percent_of_copy": 100 * gbps / copy_gbps}
 
 
 def _percent_cells(table: str) -> list[str]:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import wgpu
 
 import gpuops
 from gpuops.pool import pool_of
+from gpuops.wgpu_internals import Pending
 from gpuops import Binding, DataType, SignDesc, TensorDesc
 
 from .dml import USAGE, device_with
@@ -153,26 +153,25 @@ def test_unusable_buffers_are_refused_before_anything_is_submitted(case):
 PAUSED_READ_BACK = """
     # The first read-back stops just before or just after its mapping is requested (PAUSE), until the test has
     # destroyed the device: a call waiting for its read-back when the device goes.
-    probe = device.wgpu_device.create_buffer(size=16, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-    buffer_class = type(probe)
+    access_class = type(device.host_access)
     waiting, destroyed = threading.Event(), threading.Event()
-    map_async = buffer_class.map_async
+    begin_map = access_class.begin_map
 
     def pause():
         if not waiting.is_set():
             waiting.set()
             destroyed.wait()
 
-    def paused_map_async(self, *args, **kwargs):
+    def paused_begin_map(self, buffer, write, size):
         if PAUSE == "before mapping":
             pause()
-        promise = map_async(self, *args, **kwargs)
+        pending = begin_map(self, buffer, write, size)
         if PAUSE == "after mapping":
             pause()
         if PAUSE == "destroyed by the waiting thread" and not waiting.is_set():
             wgpu_device.destroy()
             waiting.set()
-        return promise
+        return pending
 
     results = {}
 
@@ -183,7 +182,7 @@ PAUSED_READ_BACK = """
             results[name] = exc
 
     def lose_while_waiting(target, *others):
-        buffer_class.map_async = paused_map_async
+        access_class.begin_map = paused_begin_map
         threads = [threading.Thread(target=call, args=(name, f), daemon=True) for name, f in (target, *others)]
         threads[0].start()
         assert waiting.wait(20), "no read-back began"
@@ -197,7 +196,7 @@ PAUSED_READ_BACK = """
         for thread in threads:
             thread.join(20)
         assert not any(thread.is_alive() for thread in threads), "a call never returned"
-        buffer_class.map_async = map_async
+        access_class.begin_map = begin_map
         for name, result in results.items():
             assert isinstance(result, gpuops.DeviceError) and "was lost" in str(result), (name, result)
             print(name, "refused:", result)
@@ -234,23 +233,15 @@ def test_read_back_ends_when_the_device_is_lost_while_it_waits(pause):
     """)
 
 
-class _NeverResolved:
-    """A mapping that never completes: what a wait sees on a device that stopped answering."""
-
-    _thread_event = threading.Event()
-
-    def sync_wait(self):
-        raise AssertionError("waited without a bound")
-
-
 def test_waits_are_bounded_and_hold_no_lock(device, monkeypatch):
+    """A mapping that never completes (a device that stopped answering) ends in DeviceError after wait_timeout, and
+    the device's lock is free meanwhile."""
     fresh = device_with(device)
     fresh.wait_timeout = 0.5
     out = device.wgpu_device.create_buffer(size=64, usage=USAGE)
-    staging_class = type(device.wgpu_device.create_buffer(size=16, usage=wgpu.BufferUsage.MAP_READ
-                                                          | wgpu.BufferUsage.COPY_DST))
     mapping = threading.Event()
-    monkeypatch.setattr(staging_class, "map_async", lambda self, *args, **kwargs: mapping.set() or _NeverResolved())
+    monkeypatch.setattr(type(fresh.host_access), "begin_map",
+                        lambda self, *args: mapping.set() or Pending(threading.Event()))
     outcome = []
 
     def read() -> None:
@@ -261,7 +252,6 @@ def test_waits_are_bounded_and_hold_no_lock(device, monkeypatch):
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     assert mapping.wait(10)
-    monkeypatch.undo()
     got_lock = fresh._lock.acquire(timeout=5)  # while the read-back waits
     if got_lock:
         fresh._lock.release()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuops
-from gpuops import DataType, FeatureLevel, api, pool
+from gpuops import DataType, FeatureLevel, api, pool, wgpu_internals
 from gpuops.bench.reference import compare
 
 from .dml import device_with
@@ -240,22 +240,14 @@ def argument_cases():
 
 
 def out_cases():
+    """out='s refusals of its type; its dtypes, shapes and casting: tests/test_ufunc_contract.py."""
     x = np.float32([1, np.nan, -np.inf])
-    for function, wrong in (("is_nan", np.float32), ("is_infinity", np.int8), ("sign", np.float64)):
-        allowed = "bool or uint8" if function != "sign" else "float32"
-        yield Case(f"{function}-out-dtype", function, (x,), {"out": np.empty(3, wrong)},
-                   refused=rf"out has dtype {np.dtype(wrong)} and shape \(3,\); the result has dtype {allowed} and")
-        yield Case(f"{function}-out-shape", function, (x,), {"out": np.empty((1, 3), np.uint8 if function != "sign"
-                                                                              else np.float32)},
-                   refused=r"out has dtype .* and shape \(1, 3\); the result has dtype .* and shape \(3,\)")
     read_only = np.empty(3, np.bool_)
     read_only.flags.writeable = False
     yield Case("is_nan-out-read-only", "is_nan", (x,), {"out": read_only}, refused="out is read-only")
     yield Case("sign-out-list", "sign", (x,), {"out": [0, 0, 0]}, refused="out is list, not a numpy.ndarray")
     yield Case("sign-out-masked", "sign", (x,), {"out": np.ma.masked_array(np.empty(3, np.float32))},
                refused="out is a numpy.ma.MaskedArray")
-    yield Case("modulus_floor-out-0d-shape", "modulus_floor", (np.int8(7), 3), {"out": np.empty(1, np.int8)},
-               refused=r"shape \(1,\); the result has dtype int8 and shape \(\)")
 
 
 CASES = [*same_type_cases(), *python_scalar_cases(), *mixed_cases(), *refused_type_cases(), *list_cases(),
@@ -379,9 +371,9 @@ def _uploads(monkeypatch) -> list[int]:
     sizes: list[int] = []
     upload = api.upload
 
-    def spy(device, pool, data, encoder):
+    def spy(device, pool, data, encoder, *rest):
         sizes.append(data.nbytes)
-        return upload(device, pool, data, encoder)
+        return upload(device, pool, data, encoder, *rest)
 
     monkeypatch.setattr(api, "upload", spy)
     return sizes
@@ -503,24 +495,20 @@ def test_host_calls_reuse_pooled_buffers(device):
     assert pool.pool_of(fresh).stats().created == made
 
 
-def test_read_back_maps_with_the_public_call_where_wgpu_py_lacks_its_shortcut(device, monkeypatch):
+def test_calls_run_through_wgpu_pys_public_maps_where_its_internals_are_missing(device):
+    """The fallback of a wgpu-py without the internals gpuops uses (gpuops/wgpu_internals.py): wgpu-py's own
+    map_async and promises, for read-backs, large uploads and synchronize."""
+    fresh = device_with(device)
+    fresh.host_access = wgpu_internals.PromiseAccess(fresh.wgpu)
     x = specials("float16")
-    modes = []
-    buffer_type = type(device.placeholder("read"))
-    map_async = buffer_type.map_async
-
-    def old_wgpu_py(buffer, mode, *args, **kwargs):
-        modes.append(mode)
-        if mode == "READ_NOSYNC":
-            raise ValueError("Invalid flag value for MapMode: 'READ_NOSYNC'")
-        return map_async(buffer, mode, *args, **kwargs)
-
-    monkeypatch.setattr(pool, "_skip_flush", True)
-    monkeypatch.setattr(buffer_type, "map_async", old_wgpu_py)
-    assert_identical(gpuops.sign(x, device=device), numpy_sign(x))
-    assert_identical(gpuops.is_nan(x, device=device), np.isnan(x))
-    wanted = ["READ_NOSYNC"] if device.backend == "wgpu-native" else []
-    assert modes == wanted + [device.wgpu.MapMode.READ] * 2 and pool._skip_flush is (not wanted)
+    assert_identical(gpuops.sign(x, device=fresh), numpy_sign(x))
+    assert_identical(gpuops.is_nan(x, device=fresh), np.isnan(x))
+    base = specials("float32")
+    big = np.tile(base, pool.MAPPED_UPLOAD_BYTES // base.nbytes + 1)
+    assert_identical(gpuops.sign(big, device=fresh), numpy_sign(big))
+    on_device = gpuops.sign(gpuops.asarray(x, fresh))
+    fresh.synchronize()
+    assert_identical(on_device.numpy(), numpy_sign(x))
 
 
 def test_large_read_backs_copy_on_several_threads_exactly(device, monkeypatch):
@@ -558,9 +546,9 @@ def test_large_uploads_copy_on_several_threads_exactly(device, monkeypatch):
     monkeypatch.setattr(hostcopy, "PART_BYTES", 32)
     monkeypatch.setattr(hostcopy, "COPY_THREADS", 3)
     writes = []
-    real_write_mapped = hostcopy.write_mapped
-    monkeypatch.setattr(pool, "write_mapped", lambda buffer, data, size: writes.append(size)
-                        or real_write_mapped(buffer, data, size))
+    real_fill_upload = pool.fill_upload
+    monkeypatch.setattr(api, "fill_upload", lambda device, pool_, data, what: writes.append(data.nbytes)
+                        or real_fill_upload(device, pool_, data, what))
     parts = []
     real_copyto = np.copyto
     monkeypatch.setattr(hostcopy.np, "copyto", lambda target, source: parts.append(target.nbytes)
@@ -590,3 +578,123 @@ def test_copy_threads_come_from_the_environment():
     assert threads("3").stdout.strip() == "3"
     refused = threads("0")
     assert refused.returncode != 0 and "GPUOPS_COPY_THREADS='0' is not a positive number of threads" in refused.stderr
+
+
+# Host calls larger than a piece (api._piece_bytes) run in pieces of the result: forced here on small arrays by a
+# small DispatchPolicy.stream_bytes, every layout's result is NumPy's bit for bit.
+
+def _operands(dtype: str, shape: tuple[int, ...], seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Values of `dtype` with its special values mixed in, and nonzero divisors."""
+    rng = np.random.default_rng(seed)
+    values = np.resize(specials(dtype), int(np.prod(shape)))
+    if np.dtype(dtype).kind == "f":
+        a = np.where(rng.random(values.size) < 0.5, values, (rng.standard_normal(values.size) * 100).astype(dtype))
+        b = (rng.standard_normal(values.size) * 10).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        a = np.where(rng.random(values.size) < 0.5, values, rng.integers(info.min, info.max, values.size, dtype))
+        b = rng.integers(info.min, info.max, values.size, dtype=dtype)
+    b[b == 0] = 1
+    return a.astype(dtype).reshape(shape), b.reshape(shape)
+
+
+def _pieces_run(device, monkeypatch) -> list[int]:
+    """Counts the calls started (a streamed call starts one per piece)."""
+    started = []
+    start = api._start
+    monkeypatch.setattr(api, "_start", lambda *args: started.append(1) or start(*args))
+    return started
+
+
+STREAMED_LAYOUTS = {
+    "packed": lambda a, b: (a, b),
+    "transposed": lambda a, b: (a.T, b.T),
+    "broadcast row": lambda a, b: (a, b[:1]),
+    "broadcast column": lambda a, b: (a[:, :1], b),
+    "strided": lambda a, b: (a[:, ::3], b[:, 1::3]),
+    "reversed": lambda a, b: (a[::-1], b),
+    "mixed orders": lambda a, b: (a, np.asfortranarray(b)),
+}
+
+
+STREAMED_TYPES = ["float16", "float32", "int8", "int64", "uint64", "int16", "uint32"]  # one per layout, in turn
+
+
+@pytest.mark.parametrize("layout, dtype", list(zip(sorted(STREAMED_LAYOUTS), STREAMED_TYPES)))
+def test_calls_larger_than_a_piece_run_in_pieces_exactly(device, monkeypatch, layout, dtype):
+    streamed = device_with(device, stream_bytes=1024)
+    a, b = STREAMED_LAYOUTS[layout](*_operands(dtype, (24, 150), seed=len(layout)))
+    started = _pieces_run(streamed, monkeypatch)
+    with np.errstate(all="ignore"):
+        assert_identical(gpuops.modulus_floor(a, b, device=streamed), np.remainder(a, b))
+        assert_identical(gpuops.modulus_truncate(a, b, device=streamed), np.fmod(a, b))
+    assert_identical(gpuops.sign(a, device=streamed), numpy_sign(a))
+    calls = 3
+    if dtype in FLOATS:
+        assert_identical(gpuops.is_nan(a, device=streamed), np.isnan(a))
+        assert_identical(gpuops.is_infinity(b, "negative", device=streamed), np.isneginf(b))
+        calls += 2
+    assert len(started) >= 2 * calls  # each call ran in pieces
+
+
+def test_pieces_into_out_touch_nothing_else(device):
+    """out= a strided window of a larger array: the pieces write their elements only (canaries around and between
+    stay), in place (out= the input itself) and with out= overlapping an input in another layout (copied first)."""
+    streamed = device_with(device, stream_bytes=4096)
+    a, b = _operands("int32", (50, 400), seed=3)
+    canvas = np.full((52, 800), 0x5A5A5A5A, np.int32)
+    out = canvas[1:-1, ::2]
+    gpuops.modulus_floor(a, b, out=out, device=streamed)
+    assert_identical(out, np.remainder(a, b))
+    assert (canvas[0] == 0x5A5A5A5A).all() and (canvas[-1] == 0x5A5A5A5A).all()
+    assert (canvas[1:-1, 1::2] == 0x5A5A5A5A).all()
+    x = a.copy()
+    assert gpuops.sign(x, out=x, device=streamed) is x
+    assert_identical(x, np.sign(a))
+    x = a.copy()
+    with np.errstate(all="ignore"):
+        gpuops.modulus_floor(x[::-1], x, out=x, device=streamed)  # out is the first operand, reversed
+        assert_identical(x, np.remainder(a[::-1], a))
+    mask = np.zeros(a.shape, np.bool_)
+    f = _operands("float32", (50, 400), seed=4)[0]
+    gpuops.is_nan(f, out=mask, device=streamed)
+    assert_identical(mask, np.isnan(f))
+
+
+def test_pieces_fit_the_largest_buffer_and_device_arrays_do_not_stream(device):
+    """Host arrays larger than the device's largest buffer run in pieces that fit it; a device array cannot be
+    larger than one buffer, and asking for one says so."""
+    small = device_with(device, max_buffer_size=1 << 18)
+    a, b = _operands("float32", (1 << 18,), seed=9)  # 1 MiB each
+    assert api._piece_bytes(small) <= ((1 << 18) - api.GATHER_SLACK_BYTES) // 2
+    with np.errstate(all="ignore"):
+        assert_identical(gpuops.modulus_floor(a, b, device=small), np.remainder(a, b))
+    with pytest.raises(gpuops.DeviceError, match=r"^gpuops.asarray: a buffer of 1048576 bytes is needed; the adapter "
+                                                 r".* holds at most 262144 bytes in one buffer$"):
+        gpuops.asarray(a, small)
+
+
+def test_pieces_follow_the_memory_order():
+    assert list(api._pieces((10,), (4,), 4)) == [(slice(0, 4),), (slice(4, 8),), (slice(8, 10),)]
+    c_order = list(api._pieces((3, 5, 7), (140, 28, 4), 20))  # rows of 7 fit twice: runs of 2 rows per plane
+    assert c_order[:3] == [(slice(0, 1), slice(0, 2), slice(None)), (slice(0, 1), slice(2, 4), slice(None)),
+                           (slice(0, 1), slice(4, 5), slice(None))] and len(c_order) == 9
+    f_order = list(api._pieces((6, 4), (4, 24), 12))  # column-major: whole columns, two at a time
+    assert f_order == [(slice(None), slice(0, 2)), (slice(None), slice(2, 4))]
+    assert list(api._pieces((3, 5), (20, 4), 1)) == [
+        (slice(i, i + 1), slice(j, j + 1)) for i in range(3) for j in range(5)]
+
+
+def test_a_host_array_over_two_gib_runs(device):
+    """A host array larger than the adapter's largest buffer (2 GiB - 1 byte on the software adapters) runs
+    through pooled buffers of a piece each: uint64, the widest type, for the fewest elements past 2^31 bytes."""
+    n = (1 << 28) + 1  # 2 GiB + 8 bytes
+    assert n * 8 > device.max_buffer_size or device.max_buffer_size > (1 << 31)
+    x = np.zeros(n, np.uint64)
+    x[::3] = 7
+    x[-1] = np.iinfo(np.uint64).max
+    got = gpuops.sign(x, device=device)
+    assert got.dtype == np.uint64 and got.shape == (n,)
+    step = 1 << 24
+    for start in range(0, n, step):  # checked in parts: no second 2 GiB temporary
+        assert np.array_equal(got[start:start + step], np.sign(x[start:start + step])), start

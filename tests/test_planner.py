@@ -88,11 +88,11 @@ def test_modulus_divides_by_width(data_type, libraries, table):
     """8-bit integers: a table of reciprocals in workgroup memory (uint8's magnitudes, int8 by its signed entries);
     uint16: a corrected float estimate; int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes);
     floats and 64-bit types divide in their own remainder libraries. A kernel holds the libraries its type divides
-    with and no other."""
+    with and no other, and the one that keeps the error cases the modulus notes (lib/error_notes.wgsl)."""
     key = _key(MOD_FLOOR, data_type, data_type, (64,))
     files = shader_files(key)
     assert tuple(f.removeprefix("lib/") for f in files if f.startswith("lib/") and "lanes" not in f) == \
-        libraries + (("reciprocal_table.wgsl",) if table else ())
+        ("error_notes.wgsl",) + libraries + (("reciprocal_table.wgsl",) if table else ())
     assert (key.operation.workgroup_file is not None) == table
     assert ("loop/main_prepared.wgsl" in files) == table
 

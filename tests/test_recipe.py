@@ -38,8 +38,10 @@ _NEGATE = _Function(spec_by_name("ELEMENT_WISE_NEGATE"), ("x",))'''),
     ("gpuops/api.py", "\n\ndef gathers(", '''
 
 
-def negate(x, *, out=None, device: Device | None = None, feature_level=None) -> Result:
-    return _run(_NEGATE, (x,), (), out, device, feature_level)'''),
+def negate(x, *, out=None, where=True, casting="same_kind", order="K", dtype=None, subok=True, signature=None,
+           device: Device | None = None, feature_level=None) -> Result:
+    return _run(_NEGATE, (x,), (), out, device, feature_level,
+                _options(_NEGATE, where, casting, order, dtype, subok, signature))'''),
     ("gpuops/__init__.py", "\nfrom . import backends", '''
 from .api import negate
 from .operators import NegateDesc'''),

@@ -1,9 +1,11 @@
-"""gpuops-bench: benchmarks of gpuops' operators, the performance goals' tables (targets), and DirectML's DxDispatch
-model files run on any WebGPU adapter.
+"""gpuops-bench: benchmarks of gpuops' operators, the performance goals' tables (targets), a comparison of two
+runs, and DirectML's DxDispatch model files run on any WebGPU adapter.
 
-Every user error (a bad argument, a malformed model, an unknown operator, a refused description, a missing
-adapter) is one line on stderr starting with "gpuops-bench: error: " and exit status 2; a kernel whose result
-differs from NumPy is reported the same way with status 1 and is never timed.
+Every error is one line on stderr starting with "gpuops-bench: error: ". A user error (a bad argument, a malformed
+model, an unknown operator, a refused description, a file given that cannot be read or written, a results file
+compare cannot use) exits with status 2; what the installation or the machine cannot do (a missing package,
+installed file or adapter, out of memory, a WebGPU error) with status 3. A kernel whose result differs from NumPy
+is reported with status 1 and is never timed; compare exits with status 1 when a row regressed beyond --fail-above.
 """
 
 from __future__ import annotations
@@ -15,26 +17,33 @@ import re
 import sys
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, shaders
 from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, installed_backends, load_backend
 from ..device import Device
 from ..enums import DataType, FeatureLevel
-from ..errors import GpuOpsError
+from ..errors import DeviceError, GpuOpsError
 from ..operators import OPERATORS
 from ..plan import DispatchPolicy
 from ..validation import validate
-from . import report, targets
+from . import compare as compare_runs, report, targets
 from .model import DispatchCommand, ModelError, ModelRunner, RunOptions, load_model
 from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_elements, layout_sizes, operator_names,
                     plot_sweep, run_cases, select_pairs, sweep_limit)
+from .stats import DEFAULT_MAX_TIME_S, MAX_SAMPLES, StoppingRule
 from .ticks import calibrate
-from .timing import GpuTimer
+from .timing import CACHES, GpuTimer
 from .workload import LAYOUT_HELP, LAYOUTS, make_case, make_desc
 
 PROG = "gpuops-bench"
 DISTRIBUTION = "gpuops-webgpu"  # the name gpuops is installed under (pyproject.toml); the import name is gpuops
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 COMPARE_CHOICES = ("numpy", "torch", "cupy")
-EXIT_OK, EXIT_WRONG_RESULT, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_WRONG_RESULT, EXIT_USAGE, EXIT_ENVIRONMENT = 0, 1, 2, 3
+EXIT_STATUS_HELP = ("exit status: 0 ok; 1 a result differed from NumPy (not timed), or compare found a regression "
+                    "above --fail-above; 2 a usage error (a file given that cannot be read or written included); 3 "
+                    "the installation or the machine cannot do it (a missing package, installed file or adapter, out "
+                    "of memory, a WebGPU error)")
+CACHE_CHOICES = ("warm", "cold", "both")
 
 
 class UsageError(GpuOpsError):
@@ -65,10 +74,57 @@ def _positive_ints(text: str) -> tuple[int, ...]:
 
 
 def _sizes(text: str) -> tuple[int, ...]:
-    values = _positive_ints(text)
-    if any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"{text!r}: every size must be at least 1")
+    try:
+        values = tuple(int(word) for word in _words(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"{text!r}: give sizes, e.g. 1024,1024")
+    bad = next((v for v in values if v < 1), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"size {bad} in {text!r}: every size must be at least 1")
     return values
+
+
+def _percent(text: str) -> float:
+    """'2%' or '2' (percent) as the fraction 0.02."""
+    try:
+        value = float(text.strip().removesuffix("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (e.g. 2%)") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}; must be 0% or more")
+    return value / 100
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value}; must be more than 0")
+    return value
+
+
+BYTE_UNITS = {"": 1, "B": 1, "KIB": 1 << 10, "MIB": 1 << 20, "GIB": 1 << 30, "K": 1 << 10, "M": 1 << 20,
+              "G": 1 << 30}
+
+
+def _bytes(text: str) -> int:
+    """A byte count: 268435456, 256MiB, 256M, 1GiB, 2^28."""
+    cleaned = text.replace(" ", "")
+    match = re.fullmatch(r"(\d+)([A-Za-z]*)", cleaned)
+    try:
+        if match and match.group(2).upper() in BYTE_UNITS:
+            value = int(match.group(1)) * BYTE_UNITS[match.group(2).upper()]
+        else:
+            value = _elements(cleaned)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a byte count (e.g. 256MiB, 1GiB, 2^28)") from None
+    if value < 4:
+        raise argparse.ArgumentTypeError(f"{text!r}; must be at least 4 bytes")
+    return value
 
 
 def _count(minimum: int):
@@ -112,6 +168,16 @@ def _elements(text: str) -> int:
     return value
 
 
+def _probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"{value}; must lie between 0 and 1")
+    return value
+
+
 def _feature_level(text: str) -> FeatureLevel:
     try:
         return FeatureLevel.parse(text)
@@ -135,10 +201,26 @@ def _timing_options(iterations: int, warmup: int, json_default: str | None = Non
     """Options every benchmark command shares; a fresh parser each time, since argparse shares parents' actions and
     set_defaults on one command would change the others."""
     options = _Parser(add_help=False)
-    options.add_argument("-i", "--iterations", type=_count(1), default=iterations, metavar="N",
-                         help=f"timed iterations per case (default {iterations})")
+    options.add_argument("-i", "--iterations", "--min-samples", type=_count(1), default=iterations, metavar="N",
+                         help=f"timed samples per case; with --max-noise, the fewest (default {iterations})")
     options.add_argument("-w", "--warmup", type=_count(0), default=warmup, metavar="N",
                          help=f"untimed warm-up iterations before them (default {warmup})")
+    options.add_argument("--max-noise", type=_percent, metavar="PCT",
+                         help="sample each case until its noise (relative interquartile range of the samples, GPU "
+                              "times, else host times) is at most this, e.g. 1%%, or its --max-time is spent "
+                              "(default: no target, exactly -i samples)")
+    options.add_argument("--max-time", type=_seconds, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
+                         help=f"with --max-noise: sampling time per case, once its -i samples are taken (default "
+                              f"{DEFAULT_MAX_TIME_S:g}; at most {MAX_SAMPLES} samples); a case that ends above the "
+                              "target is marked '!'")
+    options.add_argument("--cache", choices=CACHE_CHOICES, default="warm",
+                         help="warm: each sample finds the caches as the one before left them (default); cold: "
+                              "the GPU's caches are flushed before each sample, outside its times; both: a row of "
+                              "each")
+    options.add_argument("--flush-bytes", type=_bytes, metavar="BYTES",
+                         help="with --cache cold or both: bytes written to flush the caches, more than the "
+                              "last-level cache (default 256MiB on a GPU; on a software adapter twice the CPU's "
+                              "largest cache)")
     options.add_argument("--json", metavar="FILE", default=json_default,
                          help="write the results as JSON (layout: docs/bench-json.md)"
                               + (f"; default {json_default}" if json_default else ""))
@@ -185,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                                             "for DirectML's DxDispatch model files. Without a command: the short "
                                             "default benchmark ('default').",
                      formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="exit status: 0 ok, 1 a result differed from NumPy (not timed), 2 a usage error")
+                     epilog=EXIT_STATUS_HELP)
     parser.add_argument("--version", action="version", version=version_line(),
                         help="print the distribution name and version, and exit")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -295,13 +377,35 @@ def build_parser() -> argparse.ArgumentParser:
     goals.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     goals.set_defaults(handler=run_targets)
 
+    compare = commands.add_parser("compare", help="compare two runs' JSON, row by row, beyond their noise",
+                                  description="Compare two JSON files of 'default', 'op' or 'sweep' runs (--json) "
+                                              "on the same adapter: every case in both, its ratio of medians NEW / "
+                                              "BASE with a bootstrap interval and a Mann-Whitney U test on the "
+                                              "samples. A case is marked slower or faster only beyond the noise: "
+                                              "the test's p below --alpha and a change above both rows' noise and "
+                                              "--min-change.",
+                                  epilog=EXIT_STATUS_HELP)
+    compare.add_argument("base", metavar="BASE.json", help="the run before")
+    compare.add_argument("new", metavar="NEW.json", help="the run after")
+    compare.add_argument("--fail-above", type=_percent, metavar="PCT",
+                         help="exit with status 1 when a case is marked slower by more than this, e.g. 2%%")
+    compare.add_argument("--min-change", type=_percent, default=compare_runs.DEFAULT_MIN_CHANGE, metavar="PCT",
+                         help=f"never mark a smaller change (default {compare_runs.DEFAULT_MIN_CHANGE:.0%}%)")
+    compare.add_argument("--alpha", type=_probability, default=compare_runs.DEFAULT_ALPHA, metavar="P",
+                         help=f"the rank test's significance level (default {compare_runs.DEFAULT_ALPHA:g})")
+    compare.add_argument("--host", action="store_true",
+                         help="compare host time per dispatch instead of GPU time")
+    compare.add_argument("--allow-different-adapters", action="store_true",
+                         help="compare runs of different adapters or WebGPU implementations (refused otherwise)")
+    compare.set_defaults(handler=run_compare)
+
     model = commands.add_parser("model", help="run a DxDispatch model file (.json)",
                                 description="Run a DirectML DxDispatch model for gpuops' operators: "
                                             "resources, dispatchables and dispatch/print/writeFile commands. Flags "
                                             "mean what they mean in DxDispatch.")
     model.add_argument("file", nargs="?", metavar="MODEL.json", help="the model file")
     model.add_argument("-o", "--output-dir", metavar="DIR",
-                       help="where writeFile commands write relative target paths (default: the model file's "
+                       help="where writeFile commands write relative target paths (default: the current "
                             "directory); each file written is printed")
     model.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     model.add_argument("-i", "--dispatch_iterations", dest="iterations", type=_count(1), default=1, metavar="N",
@@ -309,9 +413,11 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("-r", "--dispatch_repeat", dest="repeat", type=_count(1), default=1, metavar="N",
                        help="dispatches per iteration; times are per dispatch (default 1)")
     model.add_argument("-t", "--milliseconds_to_run", dest="milliseconds", type=_milliseconds, metavar="MS",
-                       help="run each dispatch command for this long instead of -i iterations")
+                       help="run each dispatch command for this long instead of -i iterations, and on until a "
+                            "sample follows the -w cold ones")
     model.add_argument("-w", "--warmup_samples", dest="warmup", type=_count(0), default=1, metavar="N",
-                       help="leading samples counted as cold, left out of the medians (default 1)")
+                       help="leading samples counted as cold, left out of the medians unless every sample is "
+                            "(default 1)")
     model.add_argument("-v", "--timing_verbosity", dest="verbosity", type=int, choices=(0, 1, 2), default=0,
                        help="0: one line per dispatch; 1: initialization, cold and hot statistics; "
                             "2: also every iteration")
@@ -337,32 +443,57 @@ def version_line() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The console script; returns the exit status (0 ok, 1 a wrong result, 2 a usage error)."""
+    """The console script; returns the exit status (0 ok, 1 a wrong result or a regression, 2 a usage error, 3 what
+    the installation or the machine cannot do)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["default"] + argv  # the main job: `gpuops-bench` alone runs the default benchmark
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(_negative_values_attached(argv))
         return args.handler(args)
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_OK
     except KeyboardInterrupt:
         return _error("interrupted", 130)
+    except DeviceError as exc:
+        return _error(str(exc), EXIT_ENVIRONMENT)
     except GpuOpsError as exc:
         return _error(str(exc))
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
         sys.stdout = open(os.devnull, "w")
         return EXIT_OK
     except MemoryError:
-        return _error("out of host memory; try fewer elements")
+        return _error("out of host memory; try fewer elements", EXIT_ENVIRONMENT)
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
-        return _error(f"cannot access{where}: {exc.strerror or exc}")
+        status = EXIT_ENVIRONMENT if exc.filename is None or _installed_file(exc.filename) else EXIT_USAGE
+        return _error(f"cannot access{where}: {exc.strerror or exc}", status)
     except Exception as exc:  # a WebGPU implementation's own error (wgpu's or Dawn's GPUError): one line too
         if any(cls.__name__ == "GPUError" for cls in type(exc).__mro__):
             first_line = (str(exc).strip().splitlines() or [""])[0]
-            return _error(f"WebGPU: {type(exc).__name__}: {first_line}")
+            return _error(f"WebGPU: {type(exc).__name__}: {first_line}", EXIT_ENVIRONMENT)
         raise
+
+
+def _installed_file(filename) -> bool:
+    """Whether a path is one of gpuops' own files (its package, its shaders), not one the user named."""
+    path = Path(os.fsdecode(filename)).absolute()
+    return any(path.is_relative_to(root) for root in (PACKAGE_DIR, shaders.WGSL_DIR))
+
+
+def _negative_values_attached(argv: list[str]) -> list[str]:
+    """'--sizes -5,3' as '--sizes=-5,3': argparse takes a word starting with '-' for an option unless it is one
+    plain negative number, so such a value would be reported missing instead of refused for what it is. No option
+    of gpuops-bench starts with '-' and a digit."""
+    out: list[str] = []
+    for word in argv:
+        previous = out[-1] if out else ""
+        if re.match(r"-\d", word) and previous.startswith("-") and "=" not in previous \
+                and previous not in ("-", "--"):
+            out[-1] = f"{previous}={word}"
+        else:
+            out.append(word)
+    return out
 
 
 def _error(message: str, status: int = EXIT_USAGE) -> int:
@@ -381,7 +512,8 @@ def run_adapters(args) -> int:
         adapters = api.gpu.enumerate_adapters_sync()
         preferred = api.gpu.request_adapter_sync(power_preference="high-performance")
         preferred_info = dict(preferred.info) if preferred is not None else None
-        print(f"{name} ({api.__name__} {getattr(api, '__version__', '?')}): {len(adapters)} adapter(s)")
+        print(f"{name} ({api.__name__} {getattr(api, '__version__', '?')}): {len(adapters)} adapter(s), "
+              "[index] as Device(adapter=index) and GPUOPS_ADAPTER=index pick them")
         for index, adapter in enumerate(adapters):
             _print_adapter(index, adapter, preferred_info)
         listed += len(adapters)
@@ -426,9 +558,24 @@ def _slow(args, message: str):
     return report.slow_step(message, enabled=not getattr(args, "quiet", False))
 
 
+def _caches(args) -> tuple[str, ...]:
+    return CACHES if args.cache == "both" else (args.cache,)
+
+
 def _open_session(args, device: Device, compare: tuple[str, ...]) -> Session:
+    rule = StoppingRule(args.iterations, args.max_noise, args.max_time)
     with _slow(args, "calibrating GPU timestamps against the host clock"):
-        return Session.open(device, args.iterations, args.warmup, compare, args.cuda_context, args.repeats)
+        return Session.open(device, rule, args.warmup, compare, args.cuda_context, args.repeats, _caches(args),
+                            args.flush_bytes)
+
+
+def _sampling_words(args) -> str:
+    """'20 samples after 3 warm-up' or '20 samples or more, to 1% noise or 1 s, after 3 warm-up'; ', cold'."""
+    words = f"{args.iterations} samples"
+    if args.max_noise is not None:
+        words += f" or more, to {report.format_noise(args.max_noise)} noise or {args.max_time:g} s,"
+    words += f" after {args.warmup} warm-up"
+    return words + ("" if args.cache == "warm" else f", caches {' and '.join(_caches(args))}")
 
 
 def _pairs(args, layout: str = "packed", mode: str | None = None, default_dtypes=None):
@@ -460,14 +607,15 @@ def _finish(args, command: str, session: Session, results: list[dict], notes: li
     print()
     print(report.results_table(results, session.compare, session.floor_ns))
     print()
-    for note in report.table_notes(results, session.compare, session.floor_ns) + session.notes() + notes:
+    run_settings = session.settings(**settings)
+    for note in report.table_notes(results, session.compare, session.floor_ns, run_settings) + session.notes() + notes:
         print(f"note: {note}")
     if args.json:
-        doc = report.document(command, session.device, session.conversion, session.settings(**settings), results,
+        doc = report.document(command, session.device, session.conversion, run_settings, results,
                               session.roof.entries())
         path = report.write_json(args.json, doc)
         print(f"note: results written to {path}")
-    wrong = [r for r in results if not r["exact"]]
+    wrong = [r for r in results if not r["exact"] and r["cache"] == session.caches[0]]  # a case once
     for row in wrong:
         _error(f"wrong result, not timed: {row['operator']} {row['dtype']}->{row['output_dtype']} sizes "
                f"{row['sizes']} layout {row['layout']}: {row['error']}", EXIT_WRONG_RESULT)
@@ -481,15 +629,14 @@ def run_op(args) -> int:
     device = _device(args)
     session = _open_session(args, device, compare)
     _header(device, session, f"op: {case.label} {case.dtype.name.lower()} -> {case.out_dtype.name.lower()}, "
-                             f"sizes {list(case.sizes)}, layout {case.layout_label}, {args.iterations} iterations "
-                             f"after {args.warmup} warm-up")
+                             f"sizes {list(case.sizes)}, layout {case.layout_label}, {_sampling_words(args)}")
     session.reserve([case])
     with _slow(args, f"op: checking {case.label} {case.dtype.name.lower()} {'x'.join(map(str, case.sizes))} "
-                     f"against NumPy, then timing {args.iterations} iterations"):
-        row = session.run(case)
-    if row["exact"]:
-        print(f"check: exact against NumPy ({row['elements']} elements), then timed")
-    return _finish(args, "op", session, [row], [], case={"operator": case.operator, "layout": case.layout_label})
+                     f"against NumPy, then timing {args.iterations} samples"):
+        rows = session.run(case)
+    if rows[0]["exact"]:
+        print(f"check: exact against NumPy ({rows[0]['elements']} elements), then timed")
+    return _finish(args, "op", session, rows, [], case={"operator": case.operator, "layout": case.layout_label})
 
 
 def run_default(args) -> int:
@@ -499,8 +646,8 @@ def run_default(args) -> int:
     elements = args.elements or default_elements(device)
     cases = cases_for(pairs, lambda n: (n,), [elements])
     session = _open_session(args, device, compare)
-    _header(device, session, f"default benchmark: {len(cases)} cases of {elements} elements, {args.iterations} "
-                             f"iterations after {args.warmup} warm-up")
+    _header(device, session, f"default benchmark: {len(cases)} cases of {elements} elements, "
+                             f"{_sampling_words(args)}")
     for line in skipped:
         print(line)
     results, notes = run_cases(session, cases, _progress(args))
@@ -531,7 +678,7 @@ def run_sweep(args) -> int:
     cases = cases_for(pairs, layout_sizes(args.layout), counts, layout=args.layout, mode=args.mode)
     session = _open_session(args, device, compare)
     _header(device, session, f"sweep: {len(cases)} cases, {counts[0]} to {counts[-1]} elements, layout "
-                             f"{args.layout}, {args.iterations} iterations after {args.warmup} warm-up")
+                             f"{args.layout}, {_sampling_words(args)}")
     for line in skipped:
         print(line)
     results, notes = run_cases(session, cases, _progress(args))
@@ -577,6 +724,21 @@ def run_targets(args) -> int:
         _error(f"wrong result, not timed: {targets.label(row)} sizes {row['sizes']} strides {row['strides']}: "
                f"{row['error']}", EXIT_WRONG_RESULT)
     return EXIT_WRONG_RESULT if wrong else EXIT_OK
+
+
+def run_compare(args) -> int:
+    options = compare_runs.CompareOptions(args.fail_above, args.alpha, args.min_change, args.host,
+                                          args.allow_different_adapters)
+    names = (str(args.base), str(args.new))
+    base, new = compare_runs.load(args.base), compare_runs.load(args.new)
+    comparison = compare_runs.compare_documents(base, new, options, names)
+    print(compare_runs.render(comparison, base, new, names, options))
+    failed = compare_runs.failures(comparison)
+    if failed:
+        cases = "; ".join(f"{compare_runs.case_label(c.row)} {100 * c.change:+.1f}%" for c in failed)
+        return _error(f"{len(failed)} case(s) slower than {args.base} by more than {args.fail_above:.1%}, beyond "
+                      f"the noise: {cases}", EXIT_WRONG_RESULT)
+    return EXIT_OK
 
 
 def run_model(args) -> int:

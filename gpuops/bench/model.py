@@ -690,8 +690,9 @@ def _ms(ns: float) -> str:
 class ModelRunner:
     """Runs a checked Model on a device, writing DxDispatch's lines through `write`.
 
-    writeFile commands write a relative targetPath under `output_dir`, by default the model file's directory (where
-    its sourcePath files are looked up first), else the current directory; each file written is reported.
+    writeFile commands write a relative targetPath under `output_dir`, by default the current directory (as any
+    command-line tool writes its outputs: never among the model's own files); each file written is reported with
+    its full path.
     `slow(message)`, when given, is a context manager around every dispatch command (progress for long ones)."""
 
     def __init__(self, model: Model, device: Device, options: RunOptions = RunOptions(),
@@ -699,10 +700,7 @@ class ModelRunner:
                  output_dir: str | Path | None = None,
                  slow: Callable[[str], contextlib.AbstractContextManager] | None = None):
         self.model, self.device, self.options, self.write = model, device, options, write
-        if output_dir is not None:
-            self.output_dir = Path(output_dir)
-        else:
-            self.output_dir = model.source.parent if model.source is not None else Path(".")
+        self.output_dir = Path.cwd() / (output_dir if output_dir is not None else "")
         self.slow = slow or (lambda message: contextlib.nullcontext())
         self.timer = timer or GpuTimer(device)
         self.buffers: dict[str, wgpu.GPUBuffer] = {}
@@ -808,19 +806,24 @@ class ModelRunner:
             return list(timing.host_ns), list(timing.gpu_ns)
         cpu, gpu = [], []
         deadline = time.perf_counter_ns() + self.options.milliseconds * 1e6
-        while not cpu or time.perf_counter_ns() < deadline:
+        # Past the deadline too until a sample follows the cold ones: the first includes first-use costs (the
+        # pipeline's creation in the driver) and must not be the one reported hot.
+        while len(cpu) <= self.options.warmup or time.perf_counter_ns() < deadline:
             timing = self.timer.run(record, 1, 0)
             cpu += timing.host_ns
             gpu += timing.gpu_ns
         return cpu, gpu
 
     def _report(self, name: str, cpu: list[float], gpu: list[float]) -> None:
-        cold_count = min(self.options.warmup, len(cpu) - 1) if len(cpu) > 1 else 0
+        """The leading `warmup` samples are cold, the rest hot; the medians are the hot samples', or every
+        sample's when all are cold (fewer iterations than -w allows)."""
+        cold_count = min(self.options.warmup, len(cpu))
         hot_cpu, hot_gpu = cpu[cold_count:], gpu[cold_count:]
         if self.options.verbosity == 0:
-            line = f"Dispatch '{name}': {len(cpu)} iterations, {_ms(statistics.median(hot_cpu))} ms median (CPU)"
-            if hot_gpu:
-                line += f", {_ms(statistics.median(hot_gpu))} ms median (GPU)"
+            kept_cpu, kept_gpu = (hot_cpu, hot_gpu) if hot_cpu else (cpu, gpu)
+            line = f"Dispatch '{name}': {len(cpu)} iterations, {_ms(statistics.median(kept_cpu))} ms median (CPU)"
+            if kept_gpu:
+                line += f", {_ms(statistics.median(kept_gpu))} ms median (GPU)"
             self.write(line)
             return
         self.write(f"Dispatch '{name}': {len(cpu)} iterations")

@@ -20,6 +20,7 @@ import wgpu
 
 from ..backends import BACKENDS
 from ..operators import spec_by_name
+from .stats import ABOVE_TARGET
 from .workload import copy_size
 
 SCHEMA = "gpuops-bench/1"
@@ -147,6 +148,14 @@ def format_ns(ns: float | None) -> str:
     return f"{ns:.0f} ns"
 
 
+def format_bytes(count: int) -> str:
+    """A byte count with a binary unit: 256 MiB, 1.5 GiB, 4096 B."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << shift:
+            return f"{count / (1 << shift):.3g} {unit}"
+    return f"{count} B"
+
+
 def format_gbps(gbps: float | None) -> str:
     if gbps is None:
         return "-"
@@ -184,44 +193,80 @@ def percent_meaningful(row: dict, minimum_ns: float) -> bool:
     return own is not None and own >= minimum_ns and copy >= minimum_ns
 
 
+def format_noise(noise: float | None) -> str:
+    """A noise figure (a fraction) as a percentage: 0.42%, 3.1%, 12%."""
+    if noise is None:
+        return "-"
+    percent = 100 * noise
+    return f"{percent:.2f}%" if percent < 1 else f"{percent:.1f}%" if percent < 10 else f"{percent:.0f}%"
+
+
+def row_name(row: dict) -> str:
+    """'is_infinity (positive)': the operator's NumPy-level name and, where it has one, its mode."""
+    name = spec_by_name(row["operator"]).numpy_name
+    return name + (f" ({row['mode'].lower()})" if row.get("mode") else "")
+
+
+def row_types(row: dict) -> str:
+    return row["dtype"].lower() if row["dtype"] == row["output_dtype"] else \
+        f"{row['dtype'].lower()}->{row['output_dtype'].lower()}"
+
+
+def aligned(headers: list[str], lines: list[list[str]], numeric_from: int) -> str:
+    """Rows and aligned columns, those from `numeric_from` on right-aligned."""
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *lines)]
+
+    def fmt(cells):
+        return "  ".join(str(c).rjust(w) if i >= numeric_from else str(c).ljust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    return "\n".join([fmt(headers), fmt(["-" * w for w in widths])] + [fmt(cells) for cells in lines])
+
+
+def shows_cache(results: list[dict]) -> bool:
+    """Whether the table needs a cache column: some row was timed cold."""
+    return any(row.get("cache") == "cold" for row in results)
+
+
 def results_table(results: list[dict], compare: tuple[str, ...] = (), floor_ns: float | None = None) -> str:
     """Rows and aligned columns; GB/s are bytes of elements read and written per GPU second. `floor_ns`: the run's
-    cost of an empty dispatch, which sets where "% copy" is shown."""
+    cost of an empty dispatch, which sets where "% copy" is shown. A noise figure marked "!" is above the run's
+    target: its row ran out of time or samples first."""
     minimum = percent_min_ns(floor_ns)
-    headers = ["operator", "types", "sizes", "layout", "GPU median", "min", "max", "GB/s", "% copy", "host/dispatch"]
+    cache = shows_cache(results)
+    headers = ["operator", "types", "sizes", "layout"] + (["cache"] if cache else [])
+    first_number = len(headers)
+    headers += ["GPU median", "noise", "min", "max", "samples", "GB/s", "% copy", "host/dispatch", "host noise"]
     headers += [f"{what} GB/s{_compare_layout(results, what)}" for what in compare]
     lines = []
     for row in results:
-        name = spec_by_name(row["operator"]).numpy_name
-        if row.get("mode"):
-            name += f" ({row['mode'].lower()})"
-        types = row["dtype"].lower() if row["dtype"] == row["output_dtype"] else \
-            f"{row['dtype'].lower()}->{row['output_dtype'].lower()}"
-        sizes = "x".join(map(str, row["sizes"]))
+        cells = [row_name(row), row_types(row), "x".join(map(str, row["sizes"])), row["layout"]]
+        cells += [row.get("cache") or "warm"] if cache else []
         if not row["exact"]:
-            cells = [name, types, sizes, row["layout"], "WRONG RESULT (not timed)"] + [""] * (len(headers) - 5)
+            cells += ["WRONG RESULT (not timed)"] + [""] * (len(headers) - len(cells) - 1)
         else:
             gbps = format_gbps(row["gbps"]) + ("*" if row["gbps_basis"] == "host" else "")
             percent = f"{row['percent_of_copy']:.0f}%" if percent_meaningful(row, minimum) else "-"
-            cells = [name, types, sizes, row["layout"], format_ns(row["gpu_median_ns"]), format_ns(row["gpu_min_ns"]),
-                     format_ns(row["gpu_max_ns"]), gbps, percent, format_ns(row["host_median_ns"])]
+            flag = "!" if row.get("stopped_on") in ABOVE_TARGET else ""
+            gpu_flag, host_flag = (flag, "") if row["gpu_median_ns"] is not None else ("", flag)
+            cells += [format_ns(row["gpu_median_ns"]), format_noise(row.get("gpu_noise")) + gpu_flag,
+                      format_ns(row["gpu_min_ns"]), format_ns(row["gpu_max_ns"]), str(row["iterations"]), gbps,
+                      percent, format_ns(row["host_median_ns"]), format_noise(row.get("host_noise")) + host_flag]
             cells += [_compare_cell(row, what) for what in compare]
         lines.append(cells)
-    widths = [max(len(str(c)) for c in column) for column in zip(headers, *lines)]
-    numeric = set(range(4, len(headers)))
-
-    def fmt(cells):
-        return "  ".join(str(c).rjust(w) if i in numeric else str(c).ljust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
-
-    out = [fmt(headers), fmt(["-" * w for w in widths])] + [fmt(cells) for cells in lines]
-    return "\n".join(out)
+    return aligned(headers, lines, first_number)
 
 
-def table_notes(results: list[dict], compare: tuple[str, ...], floor_ns: float | None = None) -> list[str]:
-    """Footnotes: what the columns mean and anything a reader must know to trust them."""
+def table_notes(results: list[dict], compare: tuple[str, ...], floor_ns: float | None = None,
+                settings: dict | None = None) -> list[str]:
+    """Footnotes: what the columns mean and anything a reader must know to trust them. `settings`: the run's
+    (Session.settings), for the noise target and the cache flush."""
+    settings = settings or {}
     notes = ["GB/s: bytes of tensor elements read (distinct addresses) + written, per second of GPU time; "
-             "% copy: against a plain WGSL copy moving as many bytes, measured in this run."]
+             "% copy: against a plain WGSL copy moving as many bytes, measured in this run; noise: relative "
+             "interquartile range of the row's samples, (Q3 - Q1) / median (each sample one dispatch" +
+             (f", or one span of {settings['repeats']} passes over {settings['repeats']}"
+              if settings.get("repeats", 1) > 1 else "") + ")."]
     minimum = percent_min_ns(floor_ns)
     if any(r["exact"] and r.get("percent_of_copy") is not None and not percent_meaningful(r, minimum)
            for r in results):
@@ -230,6 +275,17 @@ def table_notes(results: list[dict], compare: tuple[str, ...], floor_ns: float |
         notes.append(f"% copy '-': the operator's or the copy's median time is under {format_ns(minimum)} ({floor}at "
                      f"least {format_ns(PERCENT_MIN_NS)}): at such times fixed costs, not bandwidth, set the ratio "
                      "(the JSON keeps it).")
+    above = [r for r in results if r.get("stopped_on") in ABOVE_TARGET]
+    if above:
+        target = settings.get("max_noise")
+        notes.append(f"!: {len(above)} row(s) ended above the noise target"
+                     + (f" {format_noise(target)}" if target is not None else "")
+                     + f" on their budget ({settings.get('max_time_s', '?')} s of sampling, or "
+                       f"{settings.get('max_samples', '?')} samples): read them with care, or give more --max-time.")
+    if shows_cache(results) and settings.get("flush_bytes"):
+        notes.append(f"cache cold: {format_bytes(settings['flush_bytes'])} written on the GPU before each sample, "
+                     "outside its times, so that no byte of its tensors is cached; warm: as the previous sample "
+                     "left the caches.")
     if any(r.get("gbps_basis") == "host" for r in results):
         notes.append("*: no GPU timestamps on this adapter, rated with host time (submit to completion).")
     for what in compare:

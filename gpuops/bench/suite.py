@@ -16,8 +16,9 @@ from ..enums import DataType, FeatureLevel
 from ..errors import DeviceError, ValidationError
 from ..operators import OPERATORS, spec_by_name
 from .report import physical_memory
+from .stats import StoppingRule
 from .ticks import TickConversion, calibrate
-from .timing import GpuTimer
+from .timing import CacheFlush, GpuTimer, Sampler
 from .cupy_compare import cupy_cuda
 from .torch_compare import torch_cuda
 from .workload import (Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure, nchw_sizes,
@@ -30,6 +31,9 @@ SOFTWARE_SWEEP_MAX = 1 << 16
 GPU_SWEEP_MAX = 1 << 28
 SWEEP_MIN = 1 << 10
 NVIDIA_VENDOR_ID = 0x10DE
+GPU_FLUSH_BYTES = 256 << 20
+SOFTWARE_FLUSH_BYTES = 64 << 20
+MIN_FLUSH_BYTES = 16 << 20
 
 
 def is_software(device: Device) -> bool:
@@ -43,9 +47,9 @@ class Session:
     device: Device
     timer: GpuTimer
     conversion: TickConversion
+    sampler: Sampler
     roof: CopyRoof
-    iterations: int
-    warmup: int
+    caches: tuple[str, ...]  # the cache states every case is timed in (timing.CACHES)
     compare: tuple[str, ...]
     feature_level: FeatureLevel
     arena: Arena
@@ -53,12 +57,13 @@ class Session:
     cuda_requested: bool = False
     cuda_held: bool = False  # stays true after close(): the run was timed with a CUDA context
     floor_ns: float | None = None  # a dispatch that moves nothing, timed like the cases (see report.PERCENT_MIN_NS)
-    repeats: int = 1  # passes per timed span (GpuTimer.run), for coarse timestamps
 
     @classmethod
-    def open(cls, device: Device, iterations: int, warmup: int, compare: tuple[str, ...],
-             hold_cuda_context: bool = False, repeats: int = 1) -> Session:
-        """Calibrate the timer and prepare the arena and the copy roof.
+    def open(cls, device: Device, rule: StoppingRule, warmup: int, compare: tuple[str, ...],
+             hold_cuda_context: bool = False, repeats: int = 1, caches: tuple[str, ...] = ("warm",),
+             flush_bytes: int | None = None) -> Session:
+        """Calibrate the timer and prepare the arena, the cache flush (for cold samples; `flush_bytes`, else
+        default_flush_bytes) and the copy roof.
 
         With `hold_cuda_context` (and always with --compare torch or cupy, so that every case is timed in the same
         state) a CUDA context is opened through PyTorch (else CuPy) first and held for the run: NVIDIA's driver runs
@@ -78,31 +83,38 @@ class Session:
         conversion = calibrate(device, timer)
         if conversion.tick_ns is None:
             timer.supported = False  # GPU times would be meaningless: report host times only
+        flush = CacheFlush(device, flush_bytes or default_flush_bytes(device)) if "cold" in caches else None
+        sampler = Sampler(timer, rule, warmup, repeats, flush)
         arena = Arena(device)
-        roof = CopyRoof(device, timer, iterations, warmup, arena, repeats=repeats)
-        return cls(device, timer, conversion, roof, iterations, warmup, compare, device.feature_level, arena, context,
-                   requested, context is not None, roof.floor_ns(), repeats)
+        roof = CopyRoof(device, sampler, arena)
+        return cls(device, timer, conversion, sampler, roof, caches, compare, device.feature_level, arena, context,
+                   requested, context is not None, roof.floor_ns())
 
     def reserve(self, cases: list[Case]) -> None:
         """Allocate the arena for the largest of the cases once, before the first is timed."""
         if cases:
             self.arena.reserve([max(sizes) for sizes in zip(*(slot_sizes(case) for case in cases))])
 
-    def run(self, case: Case) -> dict:
+    def run(self, case: Case) -> list[dict]:
+        """The case's result rows: one per cache state."""
         workload = Workload(self.device, case, feature_level=self.feature_level, arena=self.arena)
         try:
-            return measure(workload, self.timer, self.roof, self.iterations, self.warmup, self.compare, self.repeats)
+            return measure(workload, self.sampler, self.roof, self.caches, self.compare)
         finally:
             workload.release()
 
     def close(self) -> None:
         self.arena.release()
+        if self.sampler.flush is not None:
+            self.sampler.flush.release()
         self.cuda_context = None
 
     def settings(self, **extra) -> dict:
-        return {"iterations": self.iterations, "warmup": self.warmup, "repeats": self.repeats,
-                "compare": list(self.compare),
-                "cuda_context": self.cuda_held, **extra}
+        sampler = self.sampler
+        return {"iterations": sampler.rule.min_samples, "warmup": sampler.warmup, "repeats": sampler.repeats,
+                **sampler.rule.settings(), "cache": list(self.caches),
+                "flush_bytes": sampler.flush.size_bytes if sampler.flush is not None else None,
+                "compare": list(self.compare), "cuda_context": self.cuda_held, **extra}
 
     def notes(self) -> list[str]:
         """What a reader of an NVIDIA run must know about the driver's performance state."""
@@ -189,6 +201,31 @@ def layout_sizes(layout: str) -> Callable[[int], tuple[int, ...]]:
     return (lambda n: (n,)) if layout == "packed" else square_sizes
 
 
+def default_flush_bytes(device: Device) -> int:
+    """Bytes a cold sample's flush writes: GPU_FLUSH_BYTES on a GPU (its last-level cache is at most about a
+    fifth of that: 50 MiB on an H100), and twice the host's largest CPU cache on a software adapter, whose caches
+    are the CPU's (SOFTWARE_FLUSH_BYTES when the host does not say)."""
+    if not is_software(device):
+        return GPU_FLUSH_BYTES
+    largest = host_cache_bytes()
+    return max(MIN_FLUSH_BYTES, 2 * largest) if largest else SOFTWARE_FLUSH_BYTES
+
+
+def host_cache_bytes(root: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int | None:
+    """The largest CPU cache Linux reports for the first CPU, in bytes (None elsewhere)."""
+    sizes = []
+    for entry in root.glob("index*/size"):
+        try:
+            text = entry.read_text(encoding="ascii").strip().upper()
+        except OSError:
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text.rstrip("KMG")
+        if digits.isdigit():
+            sizes.append(int(digits) * scale)
+    return max(sizes) if sizes else None
+
+
 def default_elements(device: Device) -> int:
     return SOFTWARE_DEFAULT_ELEMENTS if is_software(device) else GPU_DEFAULT_ELEMENTS
 
@@ -241,7 +278,7 @@ def run_cases(session: Session, cases: list[Case],
         if report_progress:
             report_progress(_label(case), index, len(runnable))
         try:
-            results.append(session.run(case))
+            results.extend(session.run(case))
         except DeviceError as exc:
             skipped.append(f"{_label(case)}: skipped, {exc}")
     return results, skipped
@@ -263,8 +300,7 @@ def plot_sweep(results: list[dict], copy_roof: list[dict], path: str | Path, run
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return ("plot skipped: matplotlib is not installed (pip install matplotlib, or pip install '.[plot]' in "
-                "the gpuops checkout)")
+        return "plot skipped: matplotlib is not installed (pip install matplotlib)"
     lines: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for row in results:
         if not row["exact"]:

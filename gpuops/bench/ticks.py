@@ -46,8 +46,9 @@ class TickConversion:
 def calibrate(device: Device, timer: GpuTimer) -> TickConversion:
     """Measure the tick length and set `timer.tick_ns` to it (None-safe: without timestamps nothing changes).
 
-    One estimate usually settles it; when it falls outside the tolerance two more are taken and the median of the
-    three is used, so one noisy estimate on a busy machine cannot mis-scale a whole run."""
+    One estimate usually settles it; when it falls outside the tolerance, or its ticks did not advance with the
+    work, two more are taken and the median of those whose ticks advanced is used (GPU times are given up only when
+    most did not), so one estimate disturbed by a busy machine cannot mis-scale or untime a whole run."""
     if not timer.supported:
         return TickConversion("unavailable", None, None, None, None,
                               "the adapter has no timestamp-query feature: only host times are reported")
@@ -60,16 +61,23 @@ def calibrate(device: Device, timer: GpuTimer) -> TickConversion:
         single = statistics.median(_one_pass(device, timer, copy, 1)[0] for _ in range(3))
         dispatches = int(min(MAX_DISPATCHES, max(1, TARGET_PASS_NS // max(single, 1.0))))
         estimates = [_estimate(device, timer, copy, dispatches)]
-        if estimates[0][0] is not None and abs(estimates[0][0] - 1.0) > TOLERANCE:
+        if estimates[0][0] is None or abs(estimates[0][0] - 1.0) > TOLERANCE:
             estimates += [_estimate(device, timer, copy, dispatches) for _ in range(2)]
     finally:
         copy.release()
-    if any(ratio is None for ratio, _, _ in estimates):
+    return settle(timer, estimates)
+
+
+def settle(timer: GpuTimer, estimates: list[tuple[float | None, dict, dict]]) -> TickConversion:
+    """The conversion the estimates (ns per tick or None, short pass, long pass) settle on; sets `timer.tick_ns`
+    to it."""
+    advanced = sorted((e for e in estimates if e[0] is not None), key=lambda e: e[0])
+    if 2 * len(advanced) <= len(estimates):
         _, short, long = next(e for e in estimates if e[0] is None)
         return TickConversion("unavailable", None, None, short, long,
                               "timestamps did not advance with the work (ticks "
                               f"{short['ticks']:.0f} then {long['ticks']:.0f}): only host times are reported")
-    ratio, short, long = sorted(estimates, key=lambda e: e[0])[len(estimates) // 2]
+    ratio, short, long = advanced[len(advanced) // 2]
     if abs(ratio - 1.0) <= TOLERANCE:
         timer.tick_ns = 1.0
         return TickConversion("nanoseconds", 1.0, ratio, short, long,
@@ -133,4 +141,4 @@ def split_writes(writes: dict | None, index: int, count: int) -> dict | None:
     return part if len(part) > 1 else None
 
 
-__all__ = ["TickConversion", "calibrate", "split_writes"]
+__all__ = ["TickConversion", "calibrate", "settle", "split_writes"]

@@ -12,6 +12,8 @@ import numpy as np
 import wgpu
 
 from ..device import Device
+from ..errors import ValidationError
+from .stats import Sampled, StoppingRule, sample
 
 # Same grid shape as the operator kernels: consecutive invocations copy consecutive 16-byte chunks, each
 # invocation COPY_CHUNKS_PER_INVOCATION of them, a workgroup-size apart.
@@ -83,12 +85,13 @@ class GpuTimer:
         return raw.reshape(passes, 2).astype(np.float64)
 
     def run(self, record: Callable[[wgpu.GPUCommandEncoder, dict | None], None], iterations: int,
-            warmup: int, repeats: int = 1) -> Timing:
+            warmup: int, repeats: int = 1, before: Callable[[], None] | None = None) -> Timing:
         """Run `record(encoder, timestamp_writes)` warmup + iterations times; one submit and wait each.
 
         With `repeats` > 1 each iteration records the work that many times back to back and reports the time
         of one: the span between the first pass's start and the last pass's end, divided by `repeats`. Use it
-        where timestamps are coarse (Dawn quantizes them to about 0.1 ms)."""
+        where timestamps are coarse (Dawn quantizes them to about 0.1 ms). `before()`, when given, runs before
+        each timed iteration, outside both its host and its GPU time (a cache flush)."""
         queue = self.wgpu_device.queue
         for _ in range(warmup):
             encoder = self.wgpu_device.create_command_encoder()
@@ -100,6 +103,8 @@ class GpuTimer:
         while done < iterations:
             batch = min(self.max_passes, iterations - done)
             for i in range(batch):
+                if before is not None:
+                    before()
                 start = time.perf_counter_ns()
                 encoder = self.wgpu_device.create_command_encoder()
                 writes = self.writes(i)
@@ -128,6 +133,64 @@ class GpuTimer:
         if not hasattr(self, "_fence"):
             self._fence = self.wgpu_device.create_buffer(size=4, usage=self.device.wgpu.BufferUsage.COPY_SRC)
         return self._fence
+
+
+class CacheFlush:
+    """Evicts the GPU's caches: clears (`clear_buffer`, a write of every byte on the GPU) buffers of `size_bytes` in
+    all, in a submission of its own that it waits for. Larger than the adapter's last-level cache, it leaves no
+    byte of a benchmark's tensors cached."""
+
+    def __init__(self, device: Device, size_bytes: int):
+        if size_bytes < 4:
+            raise ValidationError(f"--flush-bytes {size_bytes}; must be at least 4")
+        usage = device.wgpu.BufferUsage
+        piece = device.max_buffer_size - device.max_buffer_size % 4
+        self.device = device
+        self.size_bytes = -(-size_bytes // 4) * 4
+        self.buffers = [device.wgpu_device.create_buffer(label="gpuops-bench cache flush",
+                                                         size=min(piece, self.size_bytes - offset),
+                                                         usage=usage.COPY_DST | usage.COPY_SRC)
+                        for offset in range(0, self.size_bytes, piece)]
+
+    def __call__(self) -> None:
+        wgpu_device = self.device.wgpu_device
+        encoder = wgpu_device.create_command_encoder()
+        for buffer in self.buffers:
+            encoder.clear_buffer(buffer)
+        wgpu_device.queue.submit([encoder.finish()])
+        wgpu_device.queue.read_buffer(self.buffers[-1], 0, 4)  # waits for the clears
+
+    def release(self) -> None:
+        for buffer in self.buffers:
+            buffer.destroy()
+        self.buffers = []
+
+
+CACHES = ("warm", "cold")  # a row's cache state: as the previous sample left it, or flushed before each sample
+
+
+class Sampler:
+    """Times recorded work the way every row of a run is timed: `warmup` untimed runs, then samples until `rule`
+    stops, each a span of `repeats` passes (GpuTimer.run), cold ones after a cache flush."""
+
+    def __init__(self, timer: GpuTimer, rule: StoppingRule, warmup: int, repeats: int = 1,
+                 flush: CacheFlush | None = None, clock: Callable[[], float] = time.perf_counter):
+        self.timer, self.rule, self.warmup, self.repeats = timer, rule, warmup, repeats
+        self.flush, self.clock = flush, clock
+
+    def time(self, record: Callable[[wgpu.GPUCommandEncoder, dict | None], None], cache: str = "warm") -> Sampled:
+        if cache not in CACHES:
+            raise ValidationError(f"cache {cache!r}; allowed: {', '.join(CACHES)}")
+        if cache == "cold" and self.flush is None:
+            raise ValidationError("cold samples need a CacheFlush")
+        before = self.flush if cache == "cold" else None
+        self.timer.run(record, 0, self.warmup, self.repeats)
+
+        def take(count: int) -> tuple[list[float], list[float]]:
+            timing = self.timer.run(record, count, 0, self.repeats, before)
+            return timing.gpu_ns, timing.host_ns
+
+        return sample(take, self.rule, self.clock)
 
 
 class CopyKernel:

@@ -25,7 +25,8 @@ from ..operators import OPERATORS, OperatorSpec, spec_by_name
 from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
 from . import reference
 from .cupy_compare import time_cupy
-from .timing import CopyKernel, GpuTimer
+from .stats import Sampled, summary
+from .timing import CopyKernel, Sampler
 from .torch_compare import BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, ROW_MAJOR_OUT, time_torch
 
 LAYOUTS = ("packed", "transposed", "nchw-to-nhwc", "broadcast-a", "broadcast-b", "strided")
@@ -388,44 +389,43 @@ class Workload:
 
 @dataclass
 class CopyRoof:
-    """The copy kernel's bandwidth per byte count, measured once per size in a run, on the run's arena (slot 0 to
-    slot 2, the memory the operators use)."""
+    """The copy kernel's bandwidth per byte count and cache state, measured once each in a run, on the run's arena
+    (slot 0 to slot 2, the memory the operators use), sampled as the cases are."""
 
     device: Device
-    timer: GpuTimer
-    iterations: int
-    warmup: int
+    sampler: Sampler
     arena: Arena
-    measured: dict[int, dict] = field(default_factory=dict)
-    repeats: int = 1  # passes per timed span, as the cases'
+    measured: dict[tuple[int, str], dict] = field(default_factory=dict)
     _copy: CopyKernel | None = None
     _floor_ns: float | None = None
 
-    def for_bytes(self, moved: int) -> dict:
+    def for_bytes(self, moved: int, cache: str = "warm") -> dict:
         """Copy `moved / 2` bytes (so it moves as many bytes as the operator) and report its speed."""
         size = copy_size(moved)
-        if size not in self.measured:
-            if self._copy is None:
-                self._copy = CopyKernel(self.device)
-            record = self._copy.recorder(self.arena.slot(0, size), self.arena.slot(2, size), size)
-            timing = self.timer.run(record, self.iterations, self.warmup, self.repeats)
-            self.measured[size] = _speeds(2 * size, timing.gpu_median_ns, timing.host_median_ns,
-                                          {"bytes_moved": 2 * size, "gpu_median_ns": _float(timing.gpu_median_ns),
-                                           "host_median_ns": float(timing.host_median_ns)})
-        return self.measured[size]
+        if (size, cache) not in self.measured:
+            sampled = self.sampler.time(self._recorder(size), cache)
+            gpu, host = summary(sampled.gpu_ns), summary(sampled.host_ns)
+            self.measured[size, cache] = _speeds(2 * size, gpu["median"], host["median"], {
+                "bytes_moved": 2 * size, "cache": cache, "iterations": len(sampled.host_ns),
+                "gpu_median_ns": gpu["median"], "gpu_noise": gpu["noise"], "host_median_ns": host["median"],
+                "host_noise": host["noise"]})
+        return self.measured[size, cache]
+
+    def _recorder(self, size: int):
+        if self._copy is None:
+            self._copy = CopyKernel(self.device)
+        return self._copy.recorder(self.arena.slot(0, size), self.arena.slot(2, size), size)
 
     def entries(self) -> list[dict]:
-        return [self.measured[size] for size in sorted(self.measured)]
+        return [self.measured[key] for key in sorted(self.measured)]
 
     def floor_ns(self) -> float:
         """Median time of a 16-byte copy, GPU time where there are timestamps, else host time: what a dispatch
         costs in this run before it moves any data. Kept apart from the roof's entries."""
         if self._floor_ns is None:
-            if self._copy is None:
-                self._copy = CopyKernel(self.device)
-            record = self._copy.recorder(self.arena.slot(0, 16), self.arena.slot(2, 16), 16)
-            timing = self.timer.run(record, self.iterations, max(1, self.warmup),  # never the first, cold run
-                                    self.repeats)
+            sampler = self.sampler
+            timing = sampler.timer.run(self._recorder(16), sampler.rule.min_samples,
+                                       max(1, sampler.warmup), sampler.repeats)  # never the first, cold run
             self._floor_ns = float(timing.gpu_median_ns or timing.host_median_ns)
         return self._floor_ns
 
@@ -438,36 +438,50 @@ def _speeds(moved: int, gpu_ns: float | None, host_ns: float, row: dict) -> dict
     return row
 
 
-def measure(workload: Workload, timer: GpuTimer, roof: CopyRoof, iterations: int, warmup: int,
-            compare: tuple[str, ...] = (), repeats: int = 1) -> dict:
-    """Check the case against NumPy, then time it (`repeats` passes per timed span); a result row of the JSON schema
-    (docs/bench-json.md)."""
+def timed_fields(sampled: Sampled) -> dict:
+    """A row's timing keys (docs/bench-json.md) from its samples."""
+    gpu, host = summary(sampled.gpu_ns), summary(sampled.host_ns)
+    return {"iterations": len(sampled.host_ns), "stopped_on": sampled.stopped_on,
+            "gpu_median_ns": gpu["median"], "gpu_min_ns": gpu["min"], "gpu_max_ns": gpu["max"],
+            "gpu_noise": gpu["noise"], "host_median_ns": host["median"], "host_noise": host["noise"],
+            "gpu_samples_ns": [float(t) for t in sampled.gpu_ns] if sampled.gpu_ns else None,
+            "host_samples_ns": [float(t) for t in sampled.host_ns]}
+
+
+def measure(workload: Workload, sampler: Sampler, roof: CopyRoof, caches: tuple[str, ...] = ("warm",),
+            compare: tuple[str, ...] = ()) -> list[dict]:
+    """Check the case against NumPy, then time it in each cache state of `caches`: one result row of the JSON
+    schema (docs/bench-json.md) per state."""
     case = workload.case
     moved = bytes_moved(case)
-    row = {"operator": case.operator, "mode": case.mode.name if case.mode is not None else None,
-           "dtype": case.dtype.name, "output_dtype": case.out_dtype.name, "sizes": list(case.sizes),
-           "layout": case.layout_label,
-           "strides": {_dml_name(k): list(v) for k, v in tensor_strides(case).items()},
-           "elements": math.prod(case.sizes), "bytes_moved": moved}
+    base = {"operator": case.operator, "mode": case.mode.name if case.mode is not None else None,
+            "dtype": case.dtype.name, "output_dtype": case.out_dtype.name, "sizes": list(case.sizes),
+            "layout": case.layout_label,
+            "strides": {_dml_name(k): list(v) for k, v in tensor_strides(case).items()},
+            "elements": math.prod(case.sizes), "bytes_moved": moved}
     mismatch = workload.check()
     if mismatch is not None:
-        return {**row, "exact": False, "error": mismatch.describe(), **_empty_timing()}
-    timing = timer.run(workload.record, iterations, warmup, repeats)
-    summary = timing.summary()
-    row.update({"exact": True, "error": None, "iterations": iterations, "warmup": warmup,
-                "gpu_median_ns": _float(summary["gpu_median_ns"]), "gpu_min_ns": _float(summary["gpu_min_ns"]),
-                "gpu_max_ns": _float(summary["gpu_max_ns"]), "host_median_ns": _float(summary["host_median_ns"])})
-    _speeds(moved, row["gpu_median_ns"], row["host_median_ns"], row)
-    copy = roof.for_bytes(moved)
-    row["copy_gbps"] = copy["gbps"]
-    row["percent_of_copy"] = 100.0 * row["gbps"] / copy["gbps"] if copy["gbps"] else None
-    row["compare"] = {}
+        return [{**base, "cache": cache, "exact": False, "error": mismatch.describe(), **_empty_timing()}
+                for cache in caches]
+    rows = []
+    for cache in caches:
+        row = {**base, "cache": cache, "exact": True, "error": None, "warmup": sampler.warmup,
+               **timed_fields(sampler.time(workload.record, cache))}
+        _speeds(moved, row["gpu_median_ns"], row["host_median_ns"], row)
+        copy = roof.for_bytes(moved, cache)
+        row["copy_gbps"] = copy["gbps"]
+        row["percent_of_copy"] = 100.0 * row["gbps"] / copy["gbps"] if copy["gbps"] else None
+        rows.append(row)
+    # The other libraries time their own loops, with their caches as those leave them: once per case.
+    compared = {}
     for what in compare:
         if what == "numpy":
-            row["compare"]["numpy"] = time_numpy(workload, iterations, warmup, moved)
+            compared["numpy"] = time_numpy(workload, sampler.rule.min_samples, sampler.warmup, moved)
         elif what in COMPARISONS:
-            row["compare"][what] = gpu_comparison(what, workload, iterations, warmup, moved)
-    return row
+            compared[what] = gpu_comparison(what, workload, sampler.rule.min_samples, sampler.warmup, moved)
+    for row in rows:
+        row["compare"] = dict(compared)
+    return rows
 
 
 def _dml_name(field: str) -> str:
@@ -476,13 +490,10 @@ def _dml_name(field: str) -> str:
 
 
 def _empty_timing() -> dict:
-    keys = ("gpu_median_ns", "gpu_min_ns", "gpu_max_ns", "host_median_ns", "gbps", "gbps_basis", "copy_gbps",
-            "percent_of_copy", "iterations", "warmup")
+    keys = ("iterations", "warmup", "stopped_on", "gpu_median_ns", "gpu_min_ns", "gpu_max_ns", "gpu_noise",
+            "host_median_ns", "host_noise", "gpu_samples_ns", "host_samples_ns", "gbps", "gbps_basis", "copy_gbps",
+            "percent_of_copy")
     return {**{key: None for key in keys}, "compare": {}}
-
-
-def _float(value) -> float | None:
-    return None if value is None else float(value)
 
 
 def time_numpy(workload: Workload, iterations: int, warmup: int, moved: int) -> dict:

@@ -160,16 +160,21 @@ fn f16_special_operands(a: u32, b: u32) -> bool {
     return (a & F16_ABS) >= F16_INF || ub >= F16_INF || ub == 0u;
 }
 
-// f16_remainder_bits for special operands (f16_special_operands): NaN for a NaN operand, a = ±inf or b = ±0;
-// for b = ±inf and a finite, C's remainder is a, and Python's modulus a + ±inf as NumPy computes it: ±inf where a
-// is non-zero of the other sign, a otherwise, and a zero takes b's sign.
+// f16_remainder_bits for special operands (f16_special_operands): NaN for a NaN operand, a = ±inf or b = ±0 (invalid,
+// noted (lib/error_notes.wgsl) where no operand is NaN or one is a signalling NaN, its quiet bit clear, as NumPy's
+// float32 fmodf raises it); for b = ±inf and a finite, C's remainder is a, and Python's modulus a + ±inf as NumPy
+// computes it: ±inf where a is non-zero of the other sign, a otherwise, and a zero takes b's sign.
 fn f16_special_rem(a: u32, b: u32, floor: bool) -> u32 {
     let ua = a & F16_ABS;
+    let ub = b & F16_ABS;
     var infinite_divisor = a;
     if (floor) {
         infinite_divisor = select(select(a, b, ((a ^ b) & F16_SIGN) != 0u), b & F16_SIGN, ua == 0u);
     }
-    return select(infinite_divisor, F16_QNAN, ua >= F16_INF || (b & F16_ABS) != F16_INF);
+    let nan = ua >= F16_INF || ub != F16_INF;
+    let signalling = (ua > F16_INF && (ua & 0x0200u) == 0u) || (ub > F16_INF && (ub & 0x0200u) == 0u);
+    note_errors(select(0u, 1u, (nan && ua <= F16_INF && ub <= F16_INF) || signalling));
+    return select(infinite_divisor, F16_QNAN, nan);
 }
 
 // x mod y for float16 values x >= 0, y > 0 held in float32, exactly.

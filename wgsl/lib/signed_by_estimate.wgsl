@@ -47,5 +47,7 @@ fn signed_lane_rem(a: u32, b: u32, floored: bool) -> u32 {
 // C's truncated remainder (floored false) or Python's modulus (floored true) in both lanes of a word.
 fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     let r = signed_lane_rem(a & IN_MASK, b & IN_MASK, floored) | (signed_lane_rem(a >> 16u, b >> 16u, floored) << 16u);
-    return r & ~lanes_fill(lanes_zero(b));
+    let zero = lanes_zero(b);
+    note_errors(zero);  // x % 0 (lib/error_notes.wgsl)
+    return r & ~lanes_fill(zero);
 }

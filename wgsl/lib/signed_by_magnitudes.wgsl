@@ -1,6 +1,6 @@
 // Remainders of signed integer lanes (dtype/sint.wgsl) from the remainders of their magnitudes (magnitude_rem, from
 // the kernel's divider in lib/divide_*.wgsl), the signs put back on all lanes at once. x % 0 is 0 (gpuops decision,
-// as NumPy), and INT_MIN % -1 gives 0, never a fault.
+// as NumPy) and noted (lib/error_notes.wgsl), and INT_MIN % -1 gives 0, never a fault.
 
 // |x| in every lane, as an unsigned number (the most negative value's magnitude fits too): the complement of a
 // negative lane plus one, which cannot carry out of the lane (the complement is at most LANE_LOW's lane).
@@ -23,6 +23,7 @@ fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     if (LANES == 1u) {
         // One element per word (32-bit): a test and selects cost fewer instructions than the lane arithmetic.
         if (b == 0u) {
+            note_errors(1u);
             return 0u;
         }
         let r = magnitude_rem(lanes_magnitude(a), lanes_magnitude(b));
@@ -34,7 +35,9 @@ fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
         return truncated + select(0u, b, r != 0u && elem_is_negative(truncated) != elem_is_negative(b));
     }
     let magnitude_b = lanes_magnitude(b);
-    let m = lanes_magnitude_rem(lanes_magnitude(a), magnitude_b) & ~lanes_fill(lanes_zero(b));
+    let zero = lanes_zero(b);
+    note_errors(zero);
+    let m = lanes_magnitude_rem(lanes_magnitude(a), magnitude_b) & ~lanes_fill(zero);
     if (!floored) {
         return lanes_negate(m, lanes_high_bit(a));  // C's remainder: m with a's sign
     }

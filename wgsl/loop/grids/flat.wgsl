@@ -2,15 +2,19 @@
 // (units.wgsl: unit_start), the tensor's last partial unit element by element.
 
 // The tensor's last, partial unit, element by element (load_element / store_element come from the storage
-// file, loop/narrow.wgsl or loop/wide.wgsl).
+// file, loop/narrow.wgsl or loop/wide.wgsl). The result is the lowest lane's. A two-input operator's element is put
+// in every lane of its words, so that no lane computes an error case the element does not (an operation that notes
+// them, lib/error_notes.wgsl, sees only elements).
 fn run_elements(first: u32, count: u32) {
     for (var j = 0u; j < count; j += 1u) {
         let offsets = element_offsets(first + j);
+        var a = load_element(OPERAND_A, offsets[OPERAND_A]);
         var b = InElem();
         if (HAS_B) {
-            b = load_element(OPERAND_B, offsets[OPERAND_B]);
+            a = lanes_put(LANE_ONES, a);
+            b = lanes_put(LANE_ONES, load_element(OPERAND_B, offsets[OPERAND_B]));
         }
-        store_element(offsets[OPERAND_OUT], compute(load_element(OPERAND_A, offsets[OPERAND_A]), b));
+        store_element(offsets[OPERAND_OUT], compute(a, b));
     }
 }
 

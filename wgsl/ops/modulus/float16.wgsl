@@ -1,5 +1,9 @@
 // MODULUS_* for FLOAT16 (dtype/float16.wgsl): the remainders of lib/f16_bits.wgsl.
 
+// NumPy's invalid-value flag, for a NaN from operands that are not NaN (x % ±0, ±inf % y) and for a signalling NaN
+// operand (lib/error_flags.wgsl; f16_special_rem notes them).
+const ERROR_FLAG: u32 = 8u;
+
 // C's fmod (np.fmod) and Python's modulus (np.remainder) on both lanes, exact (lib/f16_bits.wgsl): both lanes at
 // once (f16_pair_rem), and a lane whose operands or result are not the usual ones again alone, on its bits.
 fn lanes_fmod(a: u32, b: u32) -> u32 {

@@ -1,14 +1,19 @@
-"""Finding a WebGPU adapter to run on, and checking the wgpu objects a caller hands in."""
+"""Finding a WebGPU adapter to run on (by index in wgpu's enumeration, or by part of its name), listing the ones gpuops
+can run on, and checking the wgpu objects a caller hands in."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import types
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from .backends import BACKENDS, backend_name
+from .backends import BACKENDS, backend_name, load_backend
+from .enums import integer_value
 from .errors import DeviceError, ValidationError, cause_of, shown
+from .wgpu_internals import released
 
 # WebGPU compute on OpenGL needs compute shaders and storage buffers in the GL context: OpenGL ES 3.1 or
 # OpenGL 4.3. wgpu lists older contexts too (NVIDIA's EGL gives a 3.3 one), whose device request then fails.
@@ -70,13 +75,72 @@ def _preference(adapter) -> tuple[bool, int]:
     return adapter.info["backend_type"] == "OpenGL", rank.get(adapter.info["adapter_type"], 4)
 
 
-def pick_adapter(backend, name: str | None):
-    """The adapter to run on: the best one whose name, vendor, backend or type contains `name`, or with `name`
-    None the one the backend recommends unless it is OpenGL or cannot run compute shaders (then the best other
-    one). An adapter that cannot run compute shaders is never picked: DeviceError says why."""
-    if name is not None and not isinstance(name, str):
-        raise ValidationError(f"Device.adapter: {shown(name)} ({type(name).__name__}); allowed: None (choose) or "
-                              "part of an adapter's name (str), e.g. 'Vulkan', 'llvmpipe', 'OpenGL'")
+ADAPTER_ENV = "GPUOPS_ADAPTER"
+
+
+@dataclass(frozen=True)
+class Adapter:
+    """An adapter gpuops can run on: its `index` in wgpu's enumeration (what Device(adapter=index) and
+    GPUOPS_ADAPTER=index pick), its `name`, `backend` (Vulkan, Metal, D3D12, OpenGL), `type` (DiscreteGPU,
+    IntegratedGPU, VirtualGPU, CPU) and vendor. Identical GPUs differ by index only."""
+
+    index: int
+    name: str
+    backend: str
+    type: str
+    vendor: str
+
+    def __str__(self) -> str:
+        return f"[{self.index}] {self.name} ({self.backend}, {self.type})"
+
+
+def adapters(backend: str | None = None) -> list[Adapter]:
+    """The adapters gpuops can run on with `backend` ('wgpu-native' or 'dawn'; default $GPUOPS_BACKEND, else
+    wgpu-native), in wgpu's enumeration order, each with the index that picks it. An adapter that cannot run
+    compute shaders is left out (its index is skipped)."""
+    module = load_backend(backend)
+    return [_described(index, adapter) for index, adapter in enumerate(module.gpu.enumerate_adapters_sync())
+            if _problem_of(adapter) is None]
+
+
+def _described(index: int, adapter) -> Adapter:
+    info = adapter.info
+    return Adapter(index, str(info.get("device", "")), str(info.get("backend_type", "")),
+                   str(info.get("adapter_type", "")), str(info.get("vendor", "")))
+
+
+def _listed(enumerated: list) -> str:
+    return "; ".join(f"[{index}] {adapter_label(adapter)}" + ("" if _problem_of(adapter) is None else
+                                                            " (cannot run compute shaders)")
+                     for index, adapter in enumerate(enumerated)) or "none"
+
+
+def wanted_adapter(adapter) -> tuple[int | str | None, str]:
+    """What picks the adapter, and where it was given (for errors): `adapter` as given (an index or part of a name),
+    else $GPUOPS_ADAPTER (digits are an index), else None (gpuops chooses)."""
+    if adapter is not None:
+        return adapter, "Device.adapter"
+    text = os.environ.get(ADAPTER_ENV) or None
+    where = f"{ADAPTER_ENV}={text!r}"
+    if text is not None and text.strip().isdigit():
+        return int(text), where
+    return text, where
+
+
+def pick_adapter(backend, wanted: int | str | None, where: str = "Device.adapter"):
+    """The adapter to run on: the one at index `wanted` of wgpu's enumeration (an int), or the best one whose name,
+    vendor, backend or type contains `wanted` (a str), or with `wanted` None the one the backend recommends unless it
+    is OpenGL or cannot run compute shaders (then the best other one). An adapter that cannot run compute shaders is
+    never picked: DeviceError says why; so does an index past the end, with the adapters that exist. `where` names
+    what gave `wanted` in errors."""
+    if wanted is not None and not isinstance(wanted, str):
+        index = integer_value(wanted)
+        if index is None or index < 0:
+            raise ValidationError(f"{where}: {shown(wanted)} ({type(wanted).__name__}); allowed: None "
+                                  "(choose), an adapter's index (an int of at least 0, see gpuops.adapters()) or "
+                                  "part of its name (str), e.g. 'Vulkan', 'llvmpipe', 'OpenGL'")
+        return _adapter_at(backend, index, where)
+    name = wanted
     if name is None:
         recommended = backend.gpu.request_adapter_sync(power_preference="high-performance")
         if recommended is not None and recommended.info["backend_type"] != "OpenGL" \
@@ -94,18 +158,30 @@ def pick_adapter(backend, name: str | None):
                               f"{reasons} (install a Vulkan driver, e.g. Debian's mesa-vulkan-drivers)")
         return min(usable, key=_preference)
     adapters = backend.gpu.enumerate_adapters_sync()
-    wanted = name.lower()
+    needle = name.lower()
     matches = [a for a in adapters
-               if any(wanted in str(a.info.get(k, "")).lower()
+               if any(needle in str(a.info.get(k, "")).lower()
                       for k in ("device", "description", "vendor", "backend_type", "adapter_type"))]
     if not matches:
-        known = "; ".join(adapter_label(a) for a in adapters) or "none"
-        raise DeviceError(f"no adapter matches {name!r}; adapters: {known}")
+        raise DeviceError(f"{where}: no adapter matches {name!r}; adapters: {_listed(adapters)}")
     usable = [a for a in matches if _problem_of(a) is None]
     if not usable:
         best = min(matches, key=_preference)
         raise _refusal(best, _problem_of(best))
     return min(usable, key=_preference)
+
+
+def _adapter_at(backend, index: int, where: str):
+    enumerated = backend.gpu.enumerate_adapters_sync()
+    if index >= len(enumerated):
+        allowed = f"0 to {len(enumerated) - 1}" if enumerated else "none: no adapter found"
+        raise DeviceError(f"{where}: index {index} is past the adapters {backend_name(backend)} finds "
+                          f"(allowed: {allowed}); adapters: {_listed(enumerated)}")
+    adapter = enumerated[index]
+    problem = _problem_of(adapter)
+    if problem is not None:
+        raise _refusal(adapter, problem)
+    return adapter
 
 
 def check_wgpu_device(obj: object) -> None:
@@ -123,7 +199,7 @@ def check_wgpu_device(obj: object) -> None:
                               f"{' or '.join(BACKENDS.values())}"
                               + ("; request one from it with adapter.request_device_sync()"
                                  if wgpu_module_of(obj, "GPUAdapter") else ""))
-    if getattr(obj, "_internal", True) is None:  # wgpu-py drops its handle when the object is released
+    if released(obj):
         raise DeviceError(f"Device.wgpu_device: {shown(obj)} has been released; request a new device")
     adapter = getattr(obj, "adapter", None)
     if adapter is not None:
