@@ -11,7 +11,11 @@ result lane came from. It answers three questions that tests compare with the te
   (a read-modify-write, or a whole-word store) while another invocation also writes them: a lost update.
 - `reads`: every input byte read, per operand.
 
-It models the addressing, not the arithmetic: the values themselves are the GPU tests' business.
+It models the addressing, not the arithmetic: the values themselves are the GPU tests' business. The flag word
+of a kernel that reports NumPy's floating-point errors (Operation.error_flags) is not an operand: it is bound after
+the loop's views, in a buffer of its own, and only ORed into atomically; the plan is the same with or without it
+(tests/test_planner.py), and tests/test_canaries.py checks on the GPU that such kernels write the same bytes and
+nothing of the flag's buffer but its word.
 """
 
 from __future__ import annotations

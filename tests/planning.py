@@ -3,7 +3,6 @@ check of them (tests/footprint.py)."""
 
 from __future__ import annotations
 
-import gpuops
 from gpuops import DataType, DispatchPolicy
 from gpuops.kernel import Grid, OutputStore, operands_of
 from gpuops.operators import DeviceFacts, spec_by_name, spec_of
@@ -14,16 +13,19 @@ from .footprint import expected_values, footprint_of
 from .layout_strategies import LayoutCase, arrangement
 
 
-def plan_of(desc, tensors, regions, limits, facts=DeviceFacts()) -> tuple[DispatchPlan, ...]:
-    """The dispatches of `desc`, as the device plans them: the operator part from the row, the loop from the
-    layout."""
+def plan_of(desc, tensors, regions, limits, facts=DeviceFacts(), error_flags: bool = False
+            ) -> tuple[DispatchPlan, ...]:
+    """The dispatches of `desc`, as the device plans them: the operator part from the row (`error_flags`: the
+    variant reporting NumPy's floating-point errors), the loop from the layout."""
     spec = spec_of(desc)
-    return plan_dispatches(spec.operation(desc, facts), spec.loop_request(tensors[0].data_type), tensors, regions,
-                           limits)
+    return plan_dispatches(spec.operation(desc, facts, error_flags), spec.loop_request(tensors[0].data_type),
+                           tensors, regions, limits)
 
 
-def plan_case(case: LayoutCase, alignment: int = 256) -> tuple[object, tuple[DispatchPlan, ...], dict, dict]:
-    """(desc, plans, each operand's binding offset, each operand's buffer size) of a drawn case."""
+def plan_case(case: LayoutCase, alignment: int = 256, error_flags: bool = False
+              ) -> tuple[object, tuple[DispatchPlan, ...], dict, dict]:
+    """(desc, plans, each operand's binding offset, each operand's buffer size) of a drawn case (`error_flags`: the
+    kernels that report NumPy's floating-point errors)."""
     desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
     spec = spec_by_name(case.operator)
     tensors = {name: getattr(desc, name) for name in spec.tensor_fields}
@@ -37,7 +39,7 @@ def plan_case(case: LayoutCase, alignment: int = 256) -> tuple[object, tuple[Dis
                         workgroups_per_dimension=policy.max_workgroups_per_dimension or 65535,
                         workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation)
     plans = plan_of(desc, tuple(tensors.values()), regions, limits,
-                    DeviceFacts(pack_rounds_to_nearest=bool(policy.pack_rounds_to_nearest)))
+                    DeviceFacts(pack_rounds_to_nearest=bool(policy.pack_rounds_to_nearest)), error_flags)
     operands = operands_of(len(spec.inputs))
     buffer_sizes = {op: region.buffer_size for op, region in zip(operands, regions)}
     return desc, plans, {op: placed.offset_of[name] for op, name in zip(operands, spec.tensor_fields)}, buffer_sizes

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import gpuops
 from gpuops import DataType, IsNanDesc, TensorDesc
 from gpuops.kernel import Form, Grid, Operand, OutputStore, Placement, operands_of, tile_shape
-from gpuops.operators import spec_by_name
+from gpuops.operators import spec_by_name, spec_of
 from gpuops.plan import BoundRegion, PlanLimits
 from gpuops.shaders import prelude, shader_files, shader_source, wgsl_file
 
@@ -328,6 +328,18 @@ def test_every_kind_of_kernel_is_planned_and_holds_only_its_own_code(kind):
     grid_files = {f for f in files if f.startswith("loop/grids/")}
     assert all(kind[0].name.lower().split("_")[0] in f for f in grid_files), grid_files
     assert all(kind[1].name.lower().split("_")[0] in f or "whole" in f for f in own if "/stores/" in f)
+    if spec_of(desc).error_flags:
+        # The NumPy level's variant (Operation.error_flags): the same loop, windows and grid; its text adds the flag
+        # word's binding after the loop's views, the report and an entry point that calls it, and no other file.
+        _, reporting, _, _ = plan_case(CASES_BY_KIND[kind], error_flags=True)
+        assert [(p.key.loop, p.windows, p.uniforms, p.grid_size) for p in reporting] == \
+            [(p.key.loop, p.windows, p.uniforms, p.grid_size) for p in plans]
+        (flagged,) = {plan.key for plan in reporting if kind_of(plan) == kind}
+        assert flagged.operation == dataclasses.replace(key.operation, error_flags=True)
+        added = [f for f in shader_files(flagged) if f not in files]
+        assert added == [f for f in added if "reporting" in f] + ["lib/error_flags.wgsl"] and len(added) == 2, added
+        flagged_text = shader_source(flagged)
+        assert flagged_text.count("fn main(") == 1 and flagged_text.count("finish_invocation();") == 1
 
 
 def test_no_wgsl_function_is_a_stub():
