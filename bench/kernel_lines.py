@@ -6,6 +6,8 @@ touched: the buffers are made at the rows' sizes and only planned for.
     python bench/kernel_lines.py                     # a table: section, row, lines of each kernel it runs
     python bench/kernel_lines.py --dump DIR          # and each kernel's text, DIR/<section>/<row>.<k>.wgsl
     python bench/kernel_lines.py --compare A.json B.json   # two --json records side by side, with the change
+    python bench/kernel_lines.py --error-flags       # the rows of operators that report NumPy's floating-point
+                                                     # errors, in the variant that does (the NumPy level's)
 
 `--json FILE` keeps the counts, so that two checkouts can be compared: this script uses only what every version of
 gpuops has, so it runs from this checkout with another version's tree first on the path (PYTHONPATH=OTHER), as
@@ -54,8 +56,25 @@ def table_cases(level, n: int = DEFAULT_ELEMENTS) -> list[tuple[str, Case]]:
     return cases
 
 
-def kernels_of(device: gpuops.Device, case: Case) -> list:
-    """The kernels (gpuops.shaders.Kernel) the case's row runs, planned on buffers of its sizes."""
+def reporting_kernels(compiled, bindings) -> list:
+    """The kernels of compiled.bind_with_error_flags(bindings, ...): the NumPy level's variant, which reports
+    floating-point errors into a flag word."""
+    try:
+        return list(compiled.kernels(bindings, error_flags=True))
+    except TypeError:  # a version whose kernels() shows the DirectML level's alone, the flag a field of its key
+        from gpuops.shaders import Kernel, shader_source
+        return [Kernel(plan.key, plan.grid_size, shader_source(plan.key))
+                for plan in compiled._dispatch_plans(bindings, error_flags=True)]
+
+
+def reports_errors(case: Case) -> bool:
+    """Whether the case's operator has a variant reporting NumPy's floating-point errors (its row's error_flags)."""
+    return getattr(case.spec, "error_flags", False)
+
+
+def kernels_of(device: gpuops.Device, case: Case, error_flags: bool = False) -> list:
+    """The kernels (gpuops.shaders.Kernel) the case's row runs, planned on buffers of its sizes (`error_flags`: the
+    variant that reports NumPy's floating-point errors)."""
     desc = make_desc(case)
     spec = case.spec
     strides = tensor_strides(case)
@@ -66,21 +85,24 @@ def kernels_of(device: gpuops.Device, case: Case) -> list:
         buffer = device.wgpu_device.create_buffer(size=size, usage=buffer_usage(device))
         bindings[name] = gpuops.Binding(buffer, 0, size)
     try:
-        return list(device.compile(desc).kernels(bindings))
+        compiled = device.compile(desc)
+        return reporting_kernels(compiled, bindings) if error_flags else list(compiled.kernels(bindings))
     finally:
         for binding in bindings.values():
             binding.buffer.destroy()
 
 
-def measure(dump: Path | None, elements: int, backend: str | None) -> list[dict]:
+def measure(dump: Path | None, elements: int, backend: str | None, error_flags: bool = False) -> list[dict]:
     policy = gpuops.DispatchPolicy(binding_size_limit=BINDING_LIMIT)
     device = gpuops.Device(policy=policy, **({"backend": backend} if backend else {}))
     rows = []
     for section, case in table_cases(device.feature_level, elements):
+        if error_flags and not reports_errors(case):
+            continue
         row = {"section": section, "operator": case.operator, "mode": None if case.mode is None else int(case.mode),
                "dtype": case.dtype.name, "out_dtype": case.out_dtype.name}
         row["label"] = label(row)
-        kernels = kernels_of(device, case)
+        kernels = kernels_of(device, case, error_flags)
         row["lines"] = [kernel.source.count("\n") + (not kernel.source.endswith("\n")) for kernel in kernels]
         rows.append(row)
         if dump is not None:
@@ -126,12 +148,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare two --json records instead of measuring")
     parser.add_argument("--elements", type=int, default=DEFAULT_ELEMENTS, help="the tables' element count")
     parser.add_argument("--backend", help="the WebGPU implementation (gpuops.Device's backend)")
+    parser.add_argument("--error-flags", action="store_true",
+                        help="only the rows of operators that report floating-point errors, in the variant that does")
     args = parser.parse_args(argv)
     if args.compare:
         before, after = (json.loads(path.read_text()) for path in args.compare)
         compare(before, after)
         return 0
-    rows = measure(args.dump, args.elements, args.backend)
+    rows = measure(args.dump, args.elements, args.backend, args.error_flags)
     show(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1) + "\n")
