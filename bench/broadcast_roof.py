@@ -7,8 +7,7 @@ memory, the other input and the output: for a one-input operator (IS_NAN, SIGN) 
 stream; for a modulus the dividend and the output, a copy. This times, for outputs of each --mib size, a minimal
 WGSL kernel writing it (vec4<u32> stores, one or four per invocation), the WGSL copy (gpuops.bench.timing.CopyKernel)
 of it, and PyTorch's `fill_` and `copy_` of the same bytes beside them (with CUDA), and PyTorch's copy of 256 MiB,
-the targets' 100%. docs/performance.md compares each broadcast row's goal with these figures
-(bench/results/h200-*-broadcast-roof.txt).
+the targets' 100%: what a broadcast row's goal asks of the GPU, set against what its bytes can reach at all.
 """
 from __future__ import annotations
 

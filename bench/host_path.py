@@ -602,12 +602,13 @@ def main(argv: list[str] | None = None) -> dict:
     large = args.large if args.large is not None else ([1 << 24] if quick else [1 << 28, 1 << 30])
 
     torch = torch_cuda()
-    cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # NVIDIA: the same power state
+    # NVIDIA: a CUDA context on every GPU keeps each one out of the low-power state that slows Vulkan compute
+    cuda_contexts = [torch.zeros(1, device=f"cuda:{i}") for i in range(torch.cuda.device_count())] if torch else []
     device = gpuops.default_device()
     document = {"schema": SCHEMA, "adapter": device.adapter_name, "backend": device.backend,
                 "gpuops": getattr(gpuops, "__version__", "?"), "gpuops_path": gpuops.__file__, "wgpu": wgpu.__version__,
                 "host": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
-                "cuda_context": cuda_context is not None, "quick": quick}
+                "cuda_contexts": len(cuda_contexts), "quick": quick}
     floors = measure_floors(device, args.rounds, args.warmup) if "floors" not in args.skip else None
     if floors is not None:
         document["floors"] = floors

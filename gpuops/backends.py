@@ -3,10 +3,10 @@ optional `wgpudawn` package, the same Python API). Chosen per Device, or for all
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
-import stat
-import tempfile
+import sys
 import types
 
 from . import wgpu_internals
@@ -18,31 +18,29 @@ BACKENDS = {"wgpu-native": "wgpu", "dawn": "wgpudawn"}
 INSTALL_HINT = "pip install '.[dawn]' in the gpuops checkout, or pip install 'WHEEL.whl[dawn]' with the built wheel"
 
 
-def _ensure_runtime_dir() -> None:
-    """Give XDG_RUNTIME_DIR a private directory when it is unset or names no directory.
+def _quiet_wayland_log() -> None:
+    """Drop libwayland's client log messages where no Wayland display can be reached anyway.
 
-    Why: on Linux the Vulkan drivers' window-system code (libwayland) prints "error: XDG_RUNTIME_DIR is invalid or
-    not set" on stderr every time adapters are enumerated, although gpuops never opens a window (headless servers,
-    containers and cron jobs have no such directory). A valid one silences it; wgpu's own errors are untouched."""
-    if os.name != "posix" or os.path.isdir(os.environ.get("XDG_RUNTIME_DIR", "")):
+    Why: on Linux wgpu-native's OpenGL backend looks for a Wayland display on every adapter enumeration, and without
+    XDG_RUNTIME_DIR libwayland prints "error: XDG_RUNTIME_DIR is invalid or not set in the environment." on stderr
+    each time (headless servers, containers and cron jobs have no such directory), although gpuops never opens a
+    window. Without that directory no Wayland client can connect (but through WAYLAND_SOCKET or an absolute
+    WAYLAND_DISPLAY), so libwayland's messages can only be about this: its log handler is replaced by one that drops
+    them. The environment is left as it is; where XDG_RUNTIME_DIR is a directory, nothing changes."""
+    if not sys.platform.startswith("linux") or os.path.isdir(os.environ.get("XDG_RUNTIME_DIR", "")):
         return
-    # What the XDG spec asks of the directory: owned by the user, mode 0700; anything else there is not used.
-    path = os.path.join(tempfile.gettempdir(), f"gpuops-runtime-{os.getuid()}")
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        pass
-    except OSError:
+    if os.environ.get("WAYLAND_SOCKET") or os.environ.get("WAYLAND_DISPLAY", "").startswith("/"):
         return
     try:
-        info = os.lstat(path)
-        private = stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
-        os.environ["XDG_RUNTIME_DIR"] = path if private else tempfile.mkdtemp(prefix="gpuops-runtime-")
-    except OSError:
+        library = ctypes.CDLL("libwayland-client.so.0")
+    except OSError:  # no libwayland: nothing prints the message
         return
+    handler = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_void_p)(lambda message, arguments: None)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(handler))  # kept for the process's life: libwayland holds it
+    library.wl_log_set_handler_client(handler)
 
 
-_ensure_runtime_dir()  # at import: before any Device enumerates adapters
+_quiet_wayland_log()  # at import: before any Device enumerates adapters
 
 
 def load_backend(name: str | None = None) -> types.ModuleType:

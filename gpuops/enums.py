@@ -73,6 +73,14 @@ class DataType(enum.IntEnum):
         return member
 
 
+def in_listing_order(types) -> list[DataType]:
+    """`types` in the order messages list them: floating-point types, then signed, then unsigned integer types,
+    each narrowest first (float16, float32, int8, int16, ..., uint64)."""
+    kinds = ("FLOAT", "INT", "UINT")
+    return sorted(types, key=lambda t: (next((i for i, kind in enumerate(kinds) if t.name.startswith(kind)),
+                                             len(kinds)), t.size, t.name))
+
+
 _SIZES = {
     DataType.UNKNOWN: 0, DataType.FLOAT32: 4, DataType.FLOAT16: 2, DataType.UINT32: 4, DataType.UINT16: 2,
     DataType.UINT8: 1, DataType.INT32: 4, DataType.INT16: 2, DataType.INT8: 1, DataType.FLOAT64: 8,

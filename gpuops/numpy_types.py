@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import fperrors
-from .enums import DataType, FeatureLevel
+from .enums import DataType, FeatureLevel, in_listing_order
 from .errors import CastingError, ValidationError
 from .operators import OperatorSpec
 
@@ -50,11 +50,11 @@ def refuse_subclass(where: str, name: str, value: object) -> None:
 
 
 def describe(name: str, value: object, array: np.ndarray | None) -> str:
-    """An operand as the caller wrote it: 'a int8', 'b=2.9 (Python float)', 'a (a list, int64 to NumPy)'."""
+    """An operand as the caller wrote it: 'a (int8)', 'b=2.9 (Python float)', 'a (a list, int64 to NumPy)'."""
     if type(value) in _WEAK or type(value) is bool:
         return f"{name}={value!r} (Python {type(value).__name__})"
     if _own_dtype(value) is not None:
-        return f"{name} {value.dtype}"
+        return f"{name} ({value.dtype})"
     kind = type(value).__name__
     return f"{name} (a {kind}, {array.dtype} to NumPy)" if array is not None else f"{name} (a {kind})"
 
@@ -85,9 +85,14 @@ def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[st
             continue
         array = _as_array(where, name, value)
         if array.dtype == np.bool_:
-            raise ValidationError(f"{where}: {describe(name, value, array)} is boolean; DirectML has no boolean "
-                                  f"tensors and gpuops does not pick a number type for it; pass "
-                                  f"{name}.astype(np.int8) (or another number type)")
+            if type(value) is bool:
+                advice = f"int({name}) (a Python int takes the other operands' type)"
+            elif hasattr(value, "astype"):
+                advice = f"{name}.astype(np.int8) (or another number type)"
+            else:
+                advice = f"np.asarray({name}, np.int8) (or another number type)"
+            raise ValidationError(f"{where}: {describe(name, value, array)}: DirectML has no boolean tensors and "
+                                  f"gpuops does not pick a number type for it; pass {advice}")
         arrays.append(array)
     descriptors = tuple(type(v) if a is None else a.dtype for v, a in zip(values, arrays))
     return _supported_loop(where, spec, level, names, values, arrays, descriptors, signature, casting, given), \
@@ -172,14 +177,17 @@ def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: 
     row = spec.support_row(level)
     allowed = row.input_types if row else frozenset()
     if data_type is None or data_type not in allowed:
-        names_allowed = ", ".join(sorted(t.numpy_dtype.name for t in allowed)) or \
+        names_allowed = ", ".join(t.numpy_dtype.name for t in in_listing_order(allowed)) or \
             "none (the operator does not exist at that level)"
+        # astype helps only where a narrower type of the same kind is allowed (float64 -> float32, not int8 -> a float)
+        narrower = any(t.numpy_dtype.kind == compute.kind and t.size < compute.itemsize for t in allowed)
+        advice = " (convert the operands with astype if a narrower type is meant)" if narrower else ""
         raise ValidationError(f"{where}: {_operands(names, values, arrays)}: NumPy computes in {compute}; gpuops "
                               f"computes {spec.numpy_name} at feature level {level.label} in {names_allowed} and "
-                              "does not cast (convert the operands with astype if a narrower type is meant)")
+                              f"does not cast{advice}")
     return Loop(compute, data_type, result)
 
 
 def _operands(names: tuple[str, ...], values: tuple, arrays: list) -> str:
-    """The operands as refusals name them: 'a int8, b=2.9 (Python float)'."""
+    """The operands as refusals name them: 'a (int8), b=2.9 (Python float)'."""
     return ", ".join(describe(n, v, a) for n, v, a in zip(names, values, arrays))

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .enums import DataType, FeatureLevel, TensorFlags
+from .enums import DataType, FeatureLevel, TensorFlags, in_listing_order
 from .errors import Refusal, ValidationError
 from .operators import OperatorSpec, spec_of
 from .tensor import TensorDesc, implied_size_in_bytes
@@ -81,7 +81,7 @@ def _first_refusal(spec: OperatorSpec, desc: object, level: FeatureLevel) -> Ref
 def _tensor_refusal(tensor: TensorDesc, name: str, dimension_counts: tuple[int, ...],
                     types: frozenset[DataType], level: FeatureLevel, is_output: bool) -> tuple[str, str] | None:
     if tensor.data_type not in types:
-        allowed = ", ".join(sorted(t.name for t in types))
+        allowed = ", ".join(t.name for t in in_listing_order(types))
         return f"{name}.data_type", (f"{tensor.data_type.name} is not supported at feature level {level.label}; "
                                      f"allowed: {allowed}")
     count = tensor.dimension_count

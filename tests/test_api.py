@@ -105,10 +105,12 @@ def test_compile_validates_and_caches(device):
 
 
 @pytest.mark.parametrize("dtype, refusal", [
-    (np.float64, "NumPy computes in float64; gpuops computes sign at feature level 6_4 in float16, float32, "),
-    (np.bool_, "x bool is boolean; DirectML has no boolean tensors"),
-    (np.complex64, "NumPy computes in complex64"),
-    (np.dtype("U3"), "NumPy has no sign for x <U3"),
+    (np.float64, r"x \(float64\): NumPy computes in float64; gpuops computes sign at feature level 6_4 in float16, "
+                 r"float32, int8, int16, int32, int64, uint8, uint16, uint32, uint64 and does not cast \(convert the "
+                 r"operands with astype if a narrower type is meant\)$"),
+    (np.bool_, r"x \(bool\): DirectML has no boolean tensors"),
+    (np.complex64, r"NumPy computes in complex64; .* uint64 and does not cast$"),  # no narrower complex type
+    (np.dtype("U3"), "NumPy has no sign for x \\(<U3\\)"),
 ])
 def test_unsupported_dtypes_are_refused(device, dtype, refusal):
     x = np.zeros(3, dtype)
@@ -123,15 +125,23 @@ def test_byte_swapped_input_gives_numpys_native_result(device):
 
 
 def test_is_nan_refuses_integers(device):
-    with pytest.raises(gpuops.ValidationError, match="NumPy computes in int64; gpuops computes is_nan at feature "
-                                                     "level 6_4 in float16, float32 and does not cast"):
-        gpuops.is_nan(np.arange(3), device=device)
+    """No astype advice: no narrower type of the integers' kind would do."""
+    with pytest.raises(gpuops.ValidationError, match=r"x \(int8\): NumPy computes in int8; gpuops computes is_nan at "
+                                                     r"feature level 6_4 in float16, float32 and does not cast$"):
+        gpuops.is_nan(np.arange(3, dtype=np.int8), device=device)
+
+
+def test_type_lists_go_by_kind_and_width():
+    desc = SignDesc(TensorDesc(DataType.FLOAT64, (4,)), TensorDesc(DataType.FLOAT64, (4,)))
+    with pytest.raises(gpuops.ValidationError, match="FLOAT64 is not supported at feature level 6_4; allowed: FLOAT16, "
+                                                     "FLOAT32, INT8, INT16, INT32, INT64, UINT8, UINT16, UINT32, UINT64$"):
+        gpuops.validate(desc)
 
 
 def test_mixed_dtypes_promote_as_numpy_does(device):
     a, b = np.arange(-3, 3, dtype=np.int32), np.arange(1, 7, dtype=np.int64)
     assert_same_bits(gpuops.modulus_floor(a, b, device=device), np.remainder(a, b))
-    with pytest.raises(gpuops.ValidationError, match="a int32, b float32: NumPy computes in float64"):
+    with pytest.raises(gpuops.ValidationError, match=r"a \(int32\), b \(float32\): NumPy computes in float64"):
         gpuops.modulus_floor(a, b.astype(np.float32), device=device)
 
 

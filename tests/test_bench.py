@@ -928,12 +928,13 @@ def test_comparisons_write_the_cases_output_layout(fake_gpu_libraries, library):
         ("ELEMENT_WISE_SIGN", [memory], tc.STRIDED_OUT, (2,), np.sign(memory)),
     ]
     for operator, inputs, layout, strides, want in cases:
-        result = _timer(library)(operator, None, inputs, np.float32, 3, 1, layout)
+        result = _timer(library)(operator, None, inputs, np.float32, stats.StoppingRule(3), 1, layout)
         name, args, out = fake_gpu_libraries[library].calls[-1]
         assert _element_strides(out) == strides, (layout, name)
         assert np.array_equal(out, want) and all(np.array_equal(x, y) for x, y in zip(args, inputs)), layout
         read = sum(x.nbytes for x in inputs) - (row.nbytes - row[0].nbytes if layout == tc.BROADCAST else 0)
-        assert result == {"gpu_median_ns": 2000.0, "gpu_min_ns": 2000.0, "gpu_max_ns": 2000.0,
+        assert result == {"gpu_median_ns": 2000.0, "gpu_min_ns": 2000.0, "gpu_max_ns": 2000.0, "gpu_noise": 0.0,
+                          "iterations": 3, "stopped_on": "min_samples", "gpu_samples_ns": [2000.0] * 3,
                           "bytes": read + want.nbytes, "gbps": (read + want.nbytes) / 2000.0, "layout": layout}
 
 
@@ -950,7 +951,7 @@ def test_predicates_write_into_the_uint8_output(fake_gpu_libraries, library, ope
     from gpuops.bench.torch_compare import ROW_MAJOR_OUT
 
     x = np.array([[0.0, np.inf, -np.inf], [np.nan, -1.0, 2.0]], np.float32).T  # transposed storage
-    result = _timer(library)(operator, mode, [x], np.uint8, 2, 0, ROW_MAJOR_OUT)
+    result = _timer(library)(operator, mode, [x], np.uint8, stats.StoppingRule(2), 0, ROW_MAJOR_OUT)
     assert result["layout"] == ROW_MAJOR_OUT and result["bytes"] == x.nbytes + x.size
     *_, out = fake_gpu_libraries[library].calls[-1]
     assert _element_strides(out) == (2, 1)  # row-major (3, 2)
@@ -962,9 +963,11 @@ def test_comparisons_refuse_a_layout_the_inputs_cannot_take(fake_gpu_libraries):
 
     with pytest.raises(gpuops.ValidationError, match=r"'channels-last out' needs 4-D \(N, C, H, W\) inputs; got "
                                                      r"shape \(8, 8\)"):
-        time_torch("ELEMENT_WISE_SIGN", None, [np.ones((8, 8), np.float32)], np.float32, 1, 0, CHANNELS_LAST_OUT)
+        time_torch("ELEMENT_WISE_SIGN", None, [np.ones((8, 8), np.float32)], np.float32, stats.StoppingRule(1), 0,
+                   CHANNELS_LAST_OUT)
     with pytest.raises(gpuops.ValidationError, match="comparison layout 'diagonal'; allowed: contiguous"):
-        _timer("cupy")("ELEMENT_WISE_SIGN", None, [np.ones(8, np.float32)], np.float32, 1, 0, "diagonal")
+        _timer("cupy")("ELEMENT_WISE_SIGN", None, [np.ones(8, np.float32)], np.float32, stats.StoppingRule(1), 0,
+                       "diagonal")
 
 
 def test_comparisons_say_when_their_library_is_missing():
@@ -973,10 +976,10 @@ def test_comparisons_say_when_their_library_is_missing():
 
     x = np.ones((4, 4), np.float32)
     if torch_cuda() is None:
-        assert time_torch("sign", None, [x], np.float32, 1, 0, ROW_MAJOR_OUT) == \
+        assert time_torch("sign", None, [x], np.float32, stats.StoppingRule(1), 0, ROW_MAJOR_OUT) == \
             {"error": "PyTorch with CUDA is not available"}
     if cupy_cuda() is None:
-        assert time_cupy("sign", None, [x], np.float32, 1, 0, ROW_MAJOR_OUT) == \
+        assert time_cupy("sign", None, [x], np.float32, stats.StoppingRule(1), 0, ROW_MAJOR_OUT) == \
             {"error": "CuPy with CUDA is not available"}
 
 

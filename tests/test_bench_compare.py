@@ -1,9 +1,11 @@
 """gpuops-bench's statistics: the noise figure and the rank test against known sample sets, the rule that decides
 when a row has enough samples (driven by a fake sample source and clock), cold samples after a cache flush, the
-compare command on planted differences and refused inputs, and docs/bench-json.md's tables against the files."""
+compare command on planted differences and refused inputs (runs of cases, and runs of targets), targets runs pooled
+and bench/ab_targets.py's rounds, and docs/bench-json.md's tables against the files."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import re
@@ -12,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gpuops.bench import compare, stats, suite, timing
+from gpuops.bench import compare, stats, suite, targets, timing, torch_compare
+from gpuops.bench.workload import timed_fields
 
 from .cli_run import one_error_line, run
 from .test_bench import RESULT_KEYS, validate_document
@@ -359,11 +362,13 @@ def test_environment_differences_and_unmatched_rows_are_said(capsys, tmp_path):
 
 @pytest.mark.parametrize("name, fragment", [
     ("h100-wgpu-native-sweep-float32.json", "samples are missing: its 95 timed row(s) keep summaries only"),
-    ("h100-wgpu-native-layout-conversions.json", "a 'targets' document; compare reads those of default, op, sweep"),
-    ("h100-wgpu-native-targets.json", "schema 'gpuops-targets/1': not a gpuops-bench results document"),
+    ("h100-wgpu-native-layout-conversions.json", "samples are missing: its 32 timed row(s) keep summaries only"),
+    ("h100-wgpu-native-targets.json", "a gpuops-targets/1 record, written before targets rows kept their samples; "
+                                      "compare needs each row's samples: run 'gpuops-bench targets' again"),
 ])
 def test_records_without_samples_are_refused(capsys, tmp_path, name, fragment):
-    fresh = write(tmp_path, "fresh.json", document(1))
+    fresh = write(tmp_path, "fresh.json", targets_document(1) if "targets" in name or "layout" in name
+                  else document(1))
     status, out, err = run(capsys, "compare", RESULTS / name, fresh)
     assert status == 2 and out == ""
     message = one_error_line(err)
@@ -390,6 +395,220 @@ def test_compare_judges_rows_directly():
     assert row.low < row.ratio < row.high and row.p_value < 1e-6 and row.base_samples == row.new_samples == 30
     loose = compare.compare_rows(base["results"][0], slow["results"][0], compare.CompareOptions(min_change=0.08))
     assert loose.verdict == compare.SAME and not loose.fails  # a 5% change under --min-change 8%
+
+
+# ------------------------------------------------------------------------------------- compare, targets runs
+
+def targets_document(seed: int, adapter: str = "NVIDIA H100 80GB HBM3", slower: dict | None = None,
+                     samples: int = 30) -> dict:
+    """A targets run with every kind of timed figure, from 1%-noisy samples (host figures 2%): the WGSL and
+    PyTorch copies, contiguous rows, a transposed row with PyTorch's and CuPy's figures, and the host section.
+    `slower` scales a figure's times, by (section, figure) as compare names them."""
+    rng = np.random.default_rng(seed)
+    slower = slower or {}
+
+    def noisy(median: float, where: tuple[str, str], spread: float = 0.01) -> list[float]:
+        return (median * slower.get(where, 1.0) * (1 + spread * rng.standard_normal(samples))).tolist()
+
+    def timed(median: float, moved: int, where: tuple[str, str]) -> dict:
+        fields = timed_fields(stats.Sampled(noisy(median, where), noisy(2 * median, where), "min_samples"))
+        return {**fields, "gbps": moved / fields["gpu_median_ns"], "gbps_basis": "gpu"}
+
+    def library(median: float, moved: int, layout: str, where: tuple[str, str]) -> dict:
+        return torch_compare.summary(stats.Sampled(noisy(median, where), [], "min_samples"), moved, layout)
+
+    def row(section: str, dtype: str, sizes: list[int], median: float, libraries: tuple[str, ...] = ()) -> dict:
+        moved = 2 * int(np.prod(sizes)) * {"FLOAT32": 4, "FLOAT16": 2}[dtype]
+        name = f"sign {dtype.lower()}"
+        entry = {"operator": "ELEMENT_WISE_SIGN", "mode": None, "dtype": dtype, "out_dtype": dtype, "sizes": sizes,
+                 "strides": {}, "bytes": moved, "exact": True, "error": None,
+                 **timed(median, moved, (section, name)), "torch": None, "cupy": None}
+        for key, label in (("torch", "PyTorch"), ("cupy", "CuPy")):
+            if key in libraries:
+                entry[key] = library(2.5 * median, moved, "row-major out", (section, f"{name} {label}"))
+        return entry
+
+    host = {key: noisy(value, ("host", key), 0.02) for key, value in [
+        ("batch_host_us_per_op", 6.0), ("batch_table_host_us_per_op", 5.0), ("bare_batch_host_us_per_op", 3.5),
+        ("small_op_readback_us", 200.0), ("bare_submit_readback_us", 195.0), ("numpy_api_small_op_us", 600.0),
+        ("large_gpu_median_ns", 711_000.0), ("large_batch_wall_ns_per_op", 730_000.0)]}
+    doc = document(seed, adapter)
+    del doc["results"]
+    doc.update(command="targets", settings={"iterations": samples, "warmup": 2, "repeats": 1, "max_noise": None,
+                                            "max_time_s": 1.0, "max_samples": 5000, "elements": 1 << 26},
+               wgsl_copy={"bytes": 1 << 29, **timed(180_000.0, 1 << 29, ("copy", "WGSL copy"))},
+               torch_copy_samples=[library(185_000.0, 1 << 29, "contiguous", ("copy", "PyTorch copy"))],
+               contiguous=[row("contiguous", "FLOAT32", [1 << 26], 180_000.0, ("torch",)),
+                           row("contiguous", "FLOAT16", [1 << 27], 181_000.0, ("torch",))],
+               transposed=[row("transposed", "FLOAT32", [8192, 8192], 190_000.0, ("torch", "cupy"))],
+               host=targets.host_figures(host, 1 << 28))
+    doc.update({section: [] for section in targets.ROW_SECTIONS if section not in doc},
+               wgsl_copy_gbps=doc["wgsl_copy"]["gbps"], torch_copy=doc["torch_copy_samples"][0])
+    return doc
+
+
+def figure_verdicts(out: str) -> dict[str, str]:
+    """'contiguous sign float16': its verdict, from compare's table of a targets run."""
+    table = out.split("\n\n")[1].splitlines()[2:]
+    return {" ".join(cells[:2]): cells[-1] for cells in (re.split(r"\s{2,}", line.strip()) for line in table)}
+
+
+def test_targets_runs_compare_figure_by_figure(capsys, tmp_path):
+    path = write(tmp_path, "a.json", targets_document(1))
+    status, out, err = run(capsys, "compare", path, path, "--fail-above", "0%")
+    assert (status, err) == (0, "")
+    marked = figure_verdicts(out)
+    assert sorted(marked) == sorted([
+        "copy WGSL copy (ref)", "copy PyTorch copy (ref)", "contiguous sign float32",
+        "contiguous sign float32 PyTorch (ref)", "contiguous sign float16", "contiguous sign float16 PyTorch (ref)",
+        "transposed sign float32", "transposed sign float32 PyTorch (ref)", "transposed sign float32 CuPy (ref)",
+        *(f"host {key}" + (" (ref)" if key.startswith("bare_") else "") for key in targets.HOST_FIGURES)])
+    assert set(marked.values()) == {"within noise"}
+    assert "17 case(s) in both runs: 0 slower, 0 faster beyond the noise, 17 within it" in out
+    assert re.search(r"^host\s+batch_host_us_per_op\s+-\s+[56](\.\d+)? us\* ", out, re.M)  # host time, in ns
+    assert "*: host time (a run without GPU times, or a host-side figure)" in out.splitlines()
+
+
+def test_a_planted_slowdown_in_a_targets_row_is_flagged_and_fails(capsys, tmp_path):
+    base = write(tmp_path, "base.json", targets_document(1))
+    status, out, err = run(capsys, "compare", base, write(tmp_path, "rerun.json", targets_document(2)),
+                           "--fail-above", "2%")
+    assert (status, err) == (0, "") and set(figure_verdicts(out).values()) == {"within noise"}
+    slow = write(tmp_path, "slow.json", targets_document(2, slower={("contiguous", "sign float16"): 1.10,
+                                                                     ("host", "batch_host_us_per_op"): 1.25}))
+    status, out, err = run(capsys, "compare", base, slow, "--fail-above", "2%")
+    assert status == 1
+    marked = figure_verdicts(out)
+    assert re.fullmatch(r"SLOWER \+(9\.\d|10\.\d)% \(above 2\.0%\)", marked["contiguous sign float16"]), marked
+    assert re.fullmatch(r"SLOWER \+2\d\.\d% \(above 2\.0%\)", marked["host batch_host_us_per_op"]), marked
+    assert "2 slower, 0 faster beyond the noise, 15 within it" in out
+    assert one_error_line(err).startswith(f"2 case(s) slower than {base} by more than 2.0%, beyond the noise: "
+                                          f"contiguous sign float16 {1 << 27} +")
+    assert "host batch_host_us_per_op +2" in one_error_line(err)
+
+
+def test_a_reference_figure_moving_never_fails_and_is_said(capsys, tmp_path):
+    """The copies and PyTorch's and CuPy's figures are not gpuops' code: when they move, the machine did."""
+    base = write(tmp_path, "base.json", targets_document(1))
+    drifted = write(tmp_path, "drifted.json", targets_document(2, slower={("copy", "WGSL copy"): 1.08,
+                                                                          ("transposed", "sign float32 CuPy"): 1.1}))
+    status, out, err = run(capsys, "compare", base, drifted, "--fail-above", "2%")
+    assert (status, err) == (0, "")
+    marked = figure_verdicts(out)
+    assert marked["copy WGSL copy (ref)"].startswith("SLOWER +") and "above" not in marked["copy WGSL copy (ref)"]
+    assert marked["transposed sign float32 CuPy (ref)"].startswith("SLOWER +")
+    assert "note: 2 reference figure(s) changed beyond the noise (copy WGSL copy 67108864 +" in out
+    assert "the machine differed between the runs" in out
+
+
+def test_targets_rows_match_by_section_and_sizes(capsys, tmp_path):
+    new = targets_document(2)
+    new["contiguous"][1]["sizes"] = [1 << 26]  # run at another size: another case
+    new["transposed"][0].update(exact=False, error="1 of 67108864 elements differ from NumPy: not timed",
+                                **dict.fromkeys(targets.TIMED_KEYS), torch=None, cupy=None)
+    status, out, err = run(capsys, "compare", write(tmp_path, "a.json", targets_document(1)),
+                           write(tmp_path, "b.json", new))
+    assert status == 0, err
+    lines = out.splitlines()
+    # A wrong row has no PyTorch or CuPy figure: those are in BASE only.
+    assert f"only in BASE: contiguous sign float16 {1 << 27}; contiguous sign float16 PyTorch {1 << 27}; transposed " \
+           "sign float32 PyTorch 8192x8192; transposed sign float32 CuPy 8192x8192" in lines
+    assert f"only in NEW: contiguous sign float16 {1 << 26}; contiguous sign float16 PyTorch {1 << 26}" in lines
+    assert "not timed (a wrong result) in a run: transposed sign float32 8192x8192" in lines
+    assert "12 case(s) in both runs" in out
+
+
+def test_targets_runs_of_other_adapters_or_commands_are_refused(capsys, tmp_path):
+    base = write(tmp_path, "base.json", targets_document(1))
+    other = write(tmp_path, "other.json", targets_document(2, adapter="NVIDIA H200"))
+    status, out, err = run(capsys, "compare", base, other)
+    assert status == 2 and out == "" and "compare refuses runs of different adapters" in one_error_line(err)
+    assert run(capsys, "compare", base, other, "--allow-different-adapters")[0] == 0
+    cases = write(tmp_path, "default.json", document(1))
+    for first, second, kinds in [(base, cases, "'targets' document and {} a 'default' one"),
+                                 (cases, base, "'default' document and {} a 'targets' one")]:
+        status, out, err = run(capsys, "compare", first, second)
+        assert status == 2 and out == ""
+        assert one_error_line(err) == (
+            f"{first} is a {kinds.format(second)}: compare sets a targets document beside another targets document "
+            "only, and runs of default, op and sweep beside each other")
+
+
+# ------------------------------------------------------------------------------------- pooled targets runs
+
+def test_pooled_runs_keep_every_sample_and_summarise_them_again():
+    runs = [targets_document(seed, samples=10) for seed in (1, 2, 3)]
+    runs[1]["contiguous"][0]["stopped_on"] = "max_time"
+    pooled = targets.pool(runs, ["a-1.json", "a-2.json", "a-3.json"])
+    assert pooled["pooled_from"] == [{"file": f"a-{i}.json", "created": run["created"]}
+                                     for i, run in enumerate(runs, 1)]
+    row = pooled["contiguous"][0]
+    gpu = [t for run in runs for t in run["contiguous"][0]["gpu_samples_ns"]]
+    assert row["gpu_samples_ns"] == gpu and row["iterations"] == 30 and row["stopped_on"] == "max_time"
+    assert (row["gpu_median_ns"], row["gpu_noise"]) == (stats.summary(gpu)["median"], stats.noise(gpu))
+    assert row["gbps"] == row["bytes"] / row["gpu_median_ns"]
+    cupy = pooled["transposed"][0]["cupy"]
+    assert cupy["iterations"] == 30 and cupy["gpu_samples_ns"] == [
+        t for run in runs for t in run["transposed"][0]["cupy"]["gpu_samples_ns"]]
+    assert pooled["wgsl_copy"]["iterations"] == 30 and pooled["wgsl_copy_gbps"] == pooled["wgsl_copy"]["gbps"]
+    assert len(pooled["torch_copy_samples"]) == 3 and pooled["torch_copy"] == max(
+        pooled["torch_copy_samples"], key=lambda c: c["gbps"])
+    host = pooled["host"]
+    assert host["samples"]["small_op_readback_us"]["iterations"] == 30
+    assert host["small_op_readback_us"] == stats.summary(host["samples"]["small_op_readback_us"]["values"])["median"]
+    runs[2]["contiguous"][1].update(exact=False, error="wrong")
+    assert targets.pool(runs, ["1", "2", "3"])["contiguous"][1]["error"] == "wrong"  # a row wrong in any run
+    with pytest.raises(targets.TargetsDocumentError, match=r"b\.json ran on 'NVIDIA H200' \(wgpu-native\), a\.json "
+                                                           r"on 'NVIDIA H100 80GB HBM3' \(wgpu-native\): runs of "
+                                                           "different adapters"):
+        targets.pool([runs[0], targets_document(4, adapter="NVIDIA H200")], ["a.json", "b.json"])
+
+
+def ab_targets():
+    spec = importlib.util.spec_from_file_location("bench_ab_targets", ROOT / "bench" / "ab_targets.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ab_rounds_alternate_and_pool_each_tree(capsys, tmp_path, monkeypatch):
+    """bench/ab_targets.py with its targets runs faked: rounds in ABBA order, numbered on from those already there,
+    each tree's runs pooled, and compare's verdict its exit status."""
+    script = ab_targets()
+    runs = []
+
+    def fake_run(tree, options, json_path):
+        runs.append((json_path.stem, tree, options))
+        slower = {("contiguous", "sign float16"): 1.1} if json_path.stem.startswith("after") else None
+        json_path.write_text(json.dumps(targets_document(len(runs), slower=slower, samples=10)))
+
+    monkeypatch.setattr(script, "run_targets", fake_run)
+    monkeypatch.setattr(script, "check_tree", lambda tree: None)
+    out_dir = tmp_path / "ab"
+    status = script.main(["old", "new", "--out", str(out_dir), "--rounds", "2", "--", "--only", "contiguous"])
+    assert status == 0
+    assert [(name, str(tree)) for name, tree, _ in runs] == [("before-1", "old"), ("after-1", "new"),
+                                                             ("after-2", "new"), ("before-2", "old")]
+    assert all(options == ["--only", "contiguous"] for *_, options in runs)
+    assert json.loads((out_dir / "after.json").read_text())["contiguous"][1]["iterations"] == 20
+    assert "SLOWER +" in capsys.readouterr().out
+    assert script.main(["old", "new", "--out", str(out_dir), "--rounds", "1", "--fail-above", "2%"]) == 1
+    assert [name for name, *_ in runs[4:]] == ["before-3", "after-3"]
+    pooled = json.loads((out_dir / "before.json").read_text())
+    assert [run["file"] for run in pooled["pooled_from"]] == ["before-1.json", "before-2.json", "before-3.json"]
+
+
+def test_ab_runs_targets_from_the_tree_given(tmp_path):
+    """One real run of a tree's targets by bench/ab_targets.py, at a size a software adapter runs in a moment."""
+    script = ab_targets()
+    script.check_tree(ROOT)
+    path = tmp_path / "before-1.json"
+    script.run_targets(ROOT, ["--elements", "256", "--only", "contiguous", "--match", "^sign float32$", "-i", "2"],
+                       path)
+    doc = json.loads(path.read_text())
+    assert [targets.label(row) for row in doc["contiguous"]] == ["sign float32"]
+    assert len(doc["contiguous"][0]["host_samples_ns"]) == 2
+    assert "| sign float32 | 2^8 | " in path.with_suffix(".txt").read_text()
 
 
 # --------------------------------------------------------------------------------- docs/bench-json.md, checked

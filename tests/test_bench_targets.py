@@ -1,18 +1,20 @@
 """gpuops-bench targets (the performance goals' measurements): its rows, the contiguous rows' sizes, the layouts
-section's cases, the document it writes (docs/bench-json.md), and the tables rendered from merged runs and from the
-committed records in bench/results/."""
+section's cases, the samples and noise of every timed figure, the document it writes (docs/bench-json.md), the tables
+rendered from merged runs and from the committed records in bench/results/, and runs pooled for a before/after
+comparison (bench/ab_targets.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from gpuops import DataType, Device
-from gpuops.bench import cli, reference as bench_reference, targets
+from gpuops.bench import cli, reference as bench_reference, stats, targets
 from gpuops.bench.torch_compare import COMPARE_LAYOUTS
 from gpuops.bench.workload import Workload
 
@@ -59,72 +61,139 @@ def test_goal_data_has_specials_and_no_zero_divisors():
 
 # --------------------------------------------------------------------------------- the document, checked
 
+ENVELOPE_KEYS = {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict, "versions": dict,
+                 "feature_level": str, "runtime_checks": bool, "settings": dict, "timestamp_conversion": dict}
+TOP_KEYS = {"torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR, "wgsl_copy_gbps": NUMBER, "wgsl_copy": dict,
+            "torch_copy": dict, "torch_copy_samples": list, "contiguous": list, "packed-2d": list, "broadcast": list,
+            "transposed": list, "nchw-to-nhwc": list, "transposed-k": list, "strided-out": list,
+            "host": (dict, type(None))}
+
+
 def validate_targets_document(doc: dict) -> None:
     """Every key and type docs/bench-json.md's targets section promises, nothing else."""
-    expect_keys(doc, {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict,
-                      "versions": dict, "feature_level": str, "runtime_checks": bool, "settings": dict,
-                      "timestamp_conversion": dict, "torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR,
-                      "wgsl_copy_gbps": NUMBER, "torch_copy": dict, "torch_copy_samples": list, "contiguous": list,
-                      "packed-2d": list, "broadcast": list, "transposed": list, "nchw-to-nhwc": list,
-                      "transposed-k": list, "strided-out": list, "host": (dict, type(None))}, "top")
+    expect_keys(doc, {**ENVELOPE_KEYS, **TOP_KEYS}, "top")
     assert (doc["schema"], doc["command"]) == ("gpuops-bench/1", "targets")
-    expect_keys(doc["settings"], {"iterations": int, "warmup": int, "repeats": int, "elements": int,
-                                  "same_elements": bool, "sections": list, "layouts": list, "match": OPTIONAL_STR,
-                                  "units_per_invocation": OPTIONAL_INT}, "settings")
+    settings = doc["settings"]
+    expect_keys(settings, {"iterations": int, "warmup": int, "repeats": int, "max_noise": OPTIONAL_NUMBER,
+                           "max_time_s": NUMBER, "max_samples": int, "elements": int, "same_elements": bool,
+                           "sections": list, "layouts": list, "match": OPTIONAL_STR,
+                           "units_per_invocation": OPTIONAL_INT}, "settings")
+    expect_keys(doc["wgsl_copy"], {"bytes": int, **TIMED_KEYS}, "wgsl_copy")
+    validate_timing(doc["wgsl_copy"], settings, "wgsl_copy")
+    assert doc["wgsl_copy"]["bytes"] == 8 * settings["elements"]
+    assert doc["wgsl_copy_gbps"] == doc["wgsl_copy"]["gbps"]
     assert doc["torch_copy"] in doc["torch_copy_samples"]
     for copy in doc["torch_copy_samples"]:
-        validate_torch(copy)
+        validate_torch(copy, settings)
     for section in targets.ROW_SECTIONS:
         for row in doc[section]:
-            validate_row(row, section)
+            validate_row(row, section, settings)
     if doc["host"] is not None:
-        expect_keys(doc["host"], {"batch_host_us_per_op": NUMBER, "batch_table_host_us_per_op": NUMBER,
-                                  "bare_batch_host_us_per_op": NUMBER, "small_op_readback_us": NUMBER,
-                                  "bare_submit_readback_us": NUMBER, "numpy_api_small_op_us": NUMBER,
-                                  "large_batch_wall_ns_per_op": NUMBER, "large_gpu_median_ns": OPTIONAL_NUMBER,
-                                  "large_elements": int, "large_wall_fraction_of_gpu": OPTIONAL_NUMBER}, "host")
+        validate_host(doc["host"])
 
 
-def validate_torch(entry: dict, where: str = "torch") -> None:
+# A timed figure's keys (workload.timed_fields, and the GB/s rated on them), as rows and the WGSL copy carry them.
+TIMED_KEYS = {"iterations": OPTIONAL_INT, "stopped_on": OPTIONAL_STR, "gpu_median_ns": OPTIONAL_NUMBER,
+              "gpu_min_ns": OPTIONAL_NUMBER, "gpu_max_ns": OPTIONAL_NUMBER, "gpu_noise": OPTIONAL_NUMBER,
+              "host_median_ns": OPTIONAL_NUMBER, "host_noise": OPTIONAL_NUMBER, "gpu_samples_ns": (list, type(None)),
+              "host_samples_ns": (list, type(None)), "gbps": OPTIONAL_NUMBER, "gbps_basis": OPTIONAL_STR}
+
+
+def validate_timing(entry: dict, settings: dict, where: str) -> None:
+    """A timed row's (or copy's) summaries are those of its samples, taken as the settings say."""
+    gpu, host = entry["gpu_samples_ns"], entry["host_samples_ns"]
+    assert entry["iterations"] == len(host) and (gpu is None or len(gpu) == len(host)), where
+    assert entry["stopped_on"] in stats.STOPPED_ON, where
+    if settings["max_noise"] is None:
+        assert entry["stopped_on"] == "min_samples" and entry["iterations"] == settings["iterations"], where
+    else:
+        assert settings["iterations"] <= entry["iterations"] <= settings["max_samples"], where
+    for clock, samples in (("gpu", gpu), ("host", host)):
+        figures = stats.summary(samples or [])
+        assert [entry[f"{clock}_{key}_ns"] for key in ("median",) + (("min", "max") if clock == "gpu" else ())] \
+            == [figures[key] for key in ("median",) + (("min", "max") if clock == "gpu" else ())], where
+        assert entry[f"{clock}_noise"] == figures["noise"], where
+    assert entry["gbps_basis"] == ("gpu" if gpu else "host"), where
+    assert entry["gbps"] == pytest.approx(entry.get("bytes", 0) / entry[f"{entry['gbps_basis']}_median_ns"]), where
+
+
+def validate_torch(entry: dict, settings: dict, where: str = "torch") -> None:
     """A `torch` or `cupy` figure."""
     if "error" in entry:
         expect_keys(entry, {"error": str}, where)
     else:
-        expect_keys(entry, {"gpu_median_ns": NUMBER, "gpu_min_ns": NUMBER, "gpu_max_ns": NUMBER, "bytes": int,
-                            "gbps": NUMBER, "layout": str}, where)
+        expect_keys(entry, {"gpu_median_ns": NUMBER, "gpu_min_ns": NUMBER, "gpu_max_ns": NUMBER,
+                            "gpu_noise": OPTIONAL_NUMBER, "iterations": int, "stopped_on": str,
+                            "gpu_samples_ns": list, "bytes": int, "gbps": NUMBER, "layout": str}, where)
         assert entry["layout"] in COMPARE_LAYOUTS
+        samples = entry["gpu_samples_ns"]
+        assert entry["iterations"] == len(samples) >= settings["iterations"], where
+        assert entry["gpu_median_ns"] == stats.summary(samples)["median"] and \
+            entry["gpu_noise"] == stats.noise(samples), where
 
 
-def validate_row(row: dict, section: str) -> None:
-    expect_keys(row, {"operator": str, "mode": OPTIONAL_INT, "dtype": str, "out_dtype": str, "sizes": list,
-                      "strides": dict, "bytes": int, "exact": bool, "error": OPTIONAL_STR,
-                      "gpu_median_ns": OPTIONAL_NUMBER, "gpu_min_ns": OPTIONAL_NUMBER, "gpu_max_ns": OPTIONAL_NUMBER,
-                      "host_median_ns": OPTIONAL_NUMBER, "iterations": OPTIONAL_INT, "gbps": OPTIONAL_NUMBER,
-                      "gbps_basis": OPTIONAL_STR, "torch": (dict, type(None)), "cupy": (dict, type(None))},
-                section)
+def validate_host(host: dict) -> None:
+    expect_keys(host, {"batch_host_us_per_op": NUMBER, "batch_table_host_us_per_op": NUMBER,
+                       "bare_batch_host_us_per_op": NUMBER, "small_op_readback_us": NUMBER,
+                       "bare_submit_readback_us": NUMBER, "numpy_api_small_op_us": NUMBER,
+                       "large_batch_wall_ns_per_op": NUMBER, "large_gpu_median_ns": OPTIONAL_NUMBER,
+                       "large_elements": int, "large_wall_fraction_of_gpu": OPTIONAL_NUMBER, "samples": dict}, "host")
+    assert set(host["samples"]) == set(targets.HOST_FIGURES)
+    for key, figure in host["samples"].items():
+        expect_keys(figure, {"iterations": int, "noise": OPTIONAL_NUMBER, "values": list}, f"host.samples.{key}")
+        assert figure["iterations"] == len(figure["values"])
+        assert host[key] == stats.summary(figure["values"])["median"] and figure["noise"] == stats.noise(
+            figure["values"]), key
+    gpu, wall = host["large_gpu_median_ns"], host["large_batch_wall_ns_per_op"]
+    assert host["large_wall_fraction_of_gpu"] == (None if gpu is None else pytest.approx(gpu / wall))
+
+
+ROW_KEYS = {"operator": str, "mode": OPTIONAL_INT, "dtype": str, "out_dtype": str, "sizes": list, "strides": dict,
+            "bytes": int, "exact": bool, "error": OPTIONAL_STR, **TIMED_KEYS, "torch": (dict, type(None)),
+            "cupy": (dict, type(None))}
+
+
+def validate_row(row: dict, section: str, settings: dict) -> None:
+    expect_keys(row, ROW_KEYS, section)
     assert row["dtype"] in DATA_TYPES and row["out_dtype"] in DATA_TYPES
     if not row["exact"]:
-        assert row["error"] and row["gbps"] is None and row["gpu_median_ns"] is None and row["torch"] is None
-        assert row["cupy"] is None
+        assert row["error"] and row["torch"] is None and row["cupy"] is None
+        assert all(row[key] is None for key in TIMED_KEYS)
         return
-    assert row["error"] is None and row["gbps_basis"] in ("gpu", "host")
-    timed = row["gpu_median_ns"] if row["gbps_basis"] == "gpu" else row["host_median_ns"]
-    assert row["gbps"] == pytest.approx(row["bytes"] / timed)
+    assert row["error"] is None
+    validate_timing(row, settings, f"{section} {targets.label(row)}")
     assert (row["torch"] is None) == (section in ("packed-2d", "transposed-k"))
     assert (row["cupy"] is None) == (section not in ("transposed", "nchw-to-nhwc"))
     for library in ("torch", "cupy"):
         if row[library] is not None:
-            validate_torch(row[library], f"{section}.{library}")
+            validate_torch(row[library], settings, f"{section}.{library}")
             expected = targets.TORCH_LAYOUTS[section] if library == "torch" else targets.CUPY_LAYOUTS[section]
             assert row[library].get("layout", expected) == expected
 
 
+def test_the_schema_page_names_every_key_of_a_targets_document():
+    from .test_bench_compare import table_keys
+
+    assert table_keys("## Targets documents") == set(TOP_KEYS) | {"settings"}
+    assert table_keys("### A targets row") == set(ROW_KEYS)
+
+
 # ------------------------------------------------------------------------------------- the command, measured
 
-def test_contiguous_rows_checked_timed_and_sized(capsys, tmp_path):
+def small_host_section(monkeypatch) -> None:
+    """The host section at sizes a software adapter runs in a moment: batches of 8 small operations, and 2 batches
+    of 3 large operations of 2^12 elements."""
+    monkeypatch.setattr(targets, "HOST_BATCH_OPS", 8)
+    monkeypatch.setattr(targets, "HOST_LARGE_OPS", 3)
+    monkeypatch.setattr(targets, "HOST_LARGE_BATCHES", 2)
+    monkeypatch.setattr(targets, "large_elements", lambda device: 4096)
+
+
+def test_contiguous_rows_and_host_figures_checked_timed_and_sampled(capsys, tmp_path, monkeypatch):
+    small_host_section(monkeypatch)
     path = tmp_path / "targets.json"
-    status, out, err = run(capsys, "targets", "--elements", "4096", "--only", "contiguous", "--match",
-                           "^sign (float32|int8)$", "-i", "2", "--json", path)
+    status, out, err = run(capsys, "targets", "--elements", "4096", "--only", "contiguous", "host", "--match",
+                           "^sign (float32|int8)$", "-i", "3", "--json", path)
     assert status == 0, err
     doc = json.loads(path.read_text())
     validate_targets_document(doc)
@@ -132,13 +201,44 @@ def test_contiguous_rows_checked_timed_and_sized(capsys, tmp_path):
     assert sorted(rows) == ["sign float32", "sign int8"]
     assert rows["sign float32"]["sizes"] == [4096] and rows["sign float32"]["bytes"] == 2 * 4096 * 4
     assert rows["sign int8"]["sizes"] == [4 * 4096]  # as many bytes as the float32 copy
-    assert all(row["exact"] and row["iterations"] == 2 and row["strides"] == {} for row in rows.values())
+    assert all(row["exact"] and row["iterations"] == 3 and row["strides"] == {} for row in rows.values())
     assert len(doc["torch_copy_samples"]) == 2  # once before the rows, once after
-    assert doc["settings"]["sections"] == ["contiguous"] and doc["host"] is None and doc["packed-2d"] == []
-    assert "| sign float32 | 2^12 | " in out and "| sign int8 | 2^14 | " in out
+    assert doc["settings"]["sections"] == ["contiguous", "host"] and doc["packed-2d"] == []
+    assert doc["settings"]["max_noise"] is None and doc["wgsl_copy"]["iterations"] == 3
+    samples = doc["host"]["samples"]
+    assert [samples[key]["iterations"] for key in targets.HOST_FIGURES] == [7, 7, 7, 200, 200, 100, 10, 2]
+    assert doc["host"]["large_elements"] == 4096
+    # The tables: every timed figure with its noise and sample count.
+    assert re.search(r"^\| sign float32 \| 2\^12 \| \d+ \| [\d.]+% \(3\) \| n/a \| ", out, re.M), out
+    assert "| sign int8 | 2^14 | " in out
+    assert "noise (samples): the relative interquartile range of a figure's samples" in out
+    assert f"WGSL copy {targets._noise_cell(doc['wgsl_copy'])}, PyTorch copy" in out
+    assert re.search(r"^\| one small op \+ read-back .* \| <= 1\.2x \| [\d.]+% \(200\) / [\d.]+% \(200\) \|$", out,
+                     re.M), out
     assert "contiguous   sign int8" in err  # progress, on stderr
     assert f"note: results written to {path}" in out
     assert targets.render([path]) in out  # the tables printed are those the document renders to
+
+
+def test_a_noise_target_samples_every_figure_until_met_or_out_of_time(capsys, tmp_path, monkeypatch):
+    """--max-noise applies to gpuops' rows, the WGSL copy and PyTorch's and CuPy's figures (faked here: CUDA
+    events that always read the same, so they meet any target at once)."""
+    fake_gpu_libraries_on(monkeypatch)
+    path = tmp_path / "noisy.json"
+    status, out, err = run(capsys, "targets", "--elements", "1024", "--only", "layouts", "--layouts", "transposed",
+                           "--match", "^sign float32$", "-i", "3", "--max-noise", "0.01%", "--max-time", "0.2",
+                           "-q", "--json", path)
+    assert status == 0, err
+    doc = json.loads(path.read_text())
+    validate_targets_document(doc)
+    assert (doc["settings"]["max_noise"], doc["settings"]["max_time_s"]) == (pytest.approx(1e-4), 0.2)
+    (row,) = doc["transposed"]
+    assert row["stopped_on"] in stats.ABOVE_TARGET and row["iterations"] > 3  # llvmpipe is noisier than 0.01%
+    for library in ("torch", "cupy"):
+        assert (row[library]["stopped_on"], row[library]["iterations"], row[library]["gpu_noise"]) == ("noise", 3, 0)
+    assert "'!': sampling ended on its budget above the target 0.01%" in out
+    assert f"| sign float32 | 32x32 | {row['gbps']:.0f} | {targets._noise_cell(row)} | " in out
+    assert targets._noise_cell(row).endswith(f"! ({row['iterations']})")
 
 
 def test_layouts_section_cases(capsys, tmp_path, monkeypatch):

@@ -197,22 +197,27 @@ def _flat(values: list[str] | None) -> list[str] | None:
     return [w for v in values for w in _words(v)] if values else None
 
 
+def _sampling_options(options: argparse.ArgumentParser, iterations: int, warmup: int, what: str = "case") -> None:
+    """The options of how many samples each timed figure takes, shared by every benchmark command."""
+    options.add_argument("-i", "--iterations", "--min-samples", type=_count(1), default=iterations, metavar="N",
+                         help=f"timed samples per {what}; with --max-noise, the fewest (default {iterations})")
+    options.add_argument("-w", "--warmup", type=_count(0), default=warmup, metavar="N",
+                         help=f"untimed warm-up iterations before them (default {warmup})")
+    options.add_argument("--max-noise", type=_percent, metavar="PCT",
+                         help=f"sample each {what} until its noise (relative interquartile range of the samples, GPU "
+                              "times, else host times) is at most this, e.g. 1%%, or its --max-time is spent "
+                              "(default: no target, exactly -i samples)")
+    options.add_argument("--max-time", type=_seconds, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
+                         help=f"with --max-noise: sampling time per {what}, once its -i samples are taken (default "
+                              f"{DEFAULT_MAX_TIME_S:g}; at most {MAX_SAMPLES} samples); a {what} that ends above the "
+                              "target is marked '!'")
+
+
 def _timing_options(iterations: int, warmup: int, json_default: str | None = None) -> argparse.ArgumentParser:
     """Options every benchmark command shares; a fresh parser each time, since argparse shares parents' actions and
     set_defaults on one command would change the others."""
     options = _Parser(add_help=False)
-    options.add_argument("-i", "--iterations", "--min-samples", type=_count(1), default=iterations, metavar="N",
-                         help=f"timed samples per case; with --max-noise, the fewest (default {iterations})")
-    options.add_argument("-w", "--warmup", type=_count(0), default=warmup, metavar="N",
-                         help=f"untimed warm-up iterations before them (default {warmup})")
-    options.add_argument("--max-noise", type=_percent, metavar="PCT",
-                         help="sample each case until its noise (relative interquartile range of the samples, GPU "
-                              "times, else host times) is at most this, e.g. 1%%, or its --max-time is spent "
-                              "(default: no target, exactly -i samples)")
-    options.add_argument("--max-time", type=_seconds, default=DEFAULT_MAX_TIME_S, metavar="SECONDS",
-                         help=f"with --max-noise: sampling time per case, once its -i samples are taken (default "
-                              f"{DEFAULT_MAX_TIME_S:g}; at most {MAX_SAMPLES} samples); a case that ends above the "
-                              "target is marked '!'")
+    _sampling_options(options, iterations, warmup)
     options.add_argument("--cache", choices=CACHE_CHOICES, default="warm",
                          help="warm: each sample finds the caches as the one before left them (default); cold: "
                               "the GPU's caches are flushed before each sample, outside its times; both: a row of "
@@ -355,10 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="elements of the contiguous rows and of the layouts' cases (default 2^26)")
     goals.add_argument("--same-elements", action="store_true",
                        help="contiguous rows at --elements each (default: narrow types at the copy's tensor bytes)")
-    goals.add_argument("-i", "--iterations", type=_count(1), default=10, metavar="N",
-                       help="timed iterations per row (default 10)")
-    goals.add_argument("-w", "--warmup", type=_count(0), default=2, metavar="N",
-                       help="untimed warm-up iterations before them (default 2)")
+    _sampling_options(goals, 10, 2, "row")
     goals.add_argument("--repeats", type=_count(1), default=1, metavar="N",
                        help="passes per timed span, for coarse timestamps (default 1; Dawn: 40)")
     goals.add_argument("--match", metavar="REGEX",
@@ -379,11 +381,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     compare = commands.add_parser("compare", help="compare two runs' JSON, row by row, beyond their noise",
                                   description="Compare two JSON files of 'default', 'op' or 'sweep' runs (--json) "
-                                              "on the same adapter: every case in both, its ratio of medians NEW / "
+                                              "on the same adapter, or two of 'targets' runs: every case in both "
+                                              "(in targets runs, every timed figure), its ratio of medians NEW / "
                                               "BASE with a bootstrap interval and a Mann-Whitney U test on the "
                                               "samples. A case is marked slower or faster only beyond the noise: "
                                               "the test's p below --alpha and a change above both rows' noise and "
-                                              "--min-change.",
+                                              "--min-change. In targets runs the copies and PyTorch's and CuPy's "
+                                              "figures are references: they never fail --fail-above.",
                                   epilog=EXIT_STATUS_HELP)
     compare.add_argument("base", metavar="BASE.json", help="the run before")
     compare.add_argument("new", metavar="NEW.json", help="the run after")
@@ -575,7 +579,8 @@ def _sampling_words(args) -> str:
     if args.max_noise is not None:
         words += f" or more, to {report.format_noise(args.max_noise)} noise or {args.max_time:g} s,"
     words += f" after {args.warmup} warm-up"
-    return words + ("" if args.cache == "warm" else f", caches {' and '.join(_caches(args))}")
+    cache = getattr(args, "cache", "warm")  # (targets has no cold samples)
+    return words + ("" if cache == "warm" else f", caches {' and '.join(_caches(args))}")
 
 
 def _pairs(args, layout: str = "packed", mode: str | None = None, default_dtypes=None):
@@ -700,11 +705,13 @@ def run_targets(args) -> int:
             re.compile(args.match)
         except re.error as exc:
             raise UsageError(f"--match {args.match!r} is not a regular expression: {exc}") from None
-    options = targets.TargetOptions(args.elements, args.same_elements, args.iterations, args.warmup, args.repeats,
-                                    args.match, tuple(args.only), tuple(args.layouts), args.units_per_invocation)
+    options = targets.TargetOptions(
+        elements=args.elements, same_elements=args.same_elements, iterations=args.iterations, warmup=args.warmup,
+        repeats=args.repeats, max_noise=args.max_noise, max_time_s=args.max_time, match=args.match,
+        sections=tuple(args.only), layouts=tuple(args.layouts), units_per_invocation=args.units_per_invocation)
     device = _device(args, DispatchPolicy(units_per_invocation=args.units_per_invocation))
-    print(f"{PROG} targets: {', '.join(options.sections)} at {options.elements} elements, {options.iterations} "
-          f"iterations after {options.warmup} warm-up, {options.repeats} pass(es) per timed span")
+    print(f"{PROG} targets: {', '.join(options.sections)} at {options.elements} elements, {_sampling_words(args)}, "
+          f"{options.repeats} pass(es) per timed span")
     print(f"adapter: {device.adapter_name}; driver: {device.adapter.info.get('description') or '-'}; "
           f"feature level {device.feature_level.label}; "
           f"shader runtime checks {'kept' if device.runtime_checks else 'left out'}", flush=True)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..enums import IsInfinityMode
 from ..operators import spec_by_name
+from .stats import StoppingRule, sample
 from .torch_compare import (BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, COPY, ROW_MAJOR_OUT, STRIDED_OUT, check_layout,
                             input_memory, summary)
 
@@ -70,8 +71,8 @@ def event_times(cupy, work: Callable[[], Any], iterations: int, warmup: int) -> 
 
 
 def time_cupy(operator: str, mode: int | None, inputs: list[np.ndarray], out_dtype: np.dtype,
-              iterations: int, warmup: int, layout: str = CONTIGUOUS) -> dict:
-    """time_torch's twin: median/min/max CUDA-event time of one call, its bytes, GB/s and layout, or
+              rule: StoppingRule, warmup: int, layout: str = CONTIGUOUS) -> dict:
+    """time_torch's twin: CUDA-event times of one call sampled until `rule` stops, its bytes, GB/s and layout, or
     {'error': ...} when CuPy cannot run it."""
     shape = tuple(inputs[0].shape)
     check_layout(layout, shape)
@@ -94,10 +95,11 @@ def time_cupy(operator: str, mode: int | None, inputs: list[np.ndarray], out_dty
         else:  # row-major, whatever the inputs' order
             out = cupy.empty(shape, dtype)
         call = functools.partial(_function(cupy, operator, mode), *arrays, out)
-        times = event_times(cupy, call, iterations, warmup)
+        event_times(cupy, call, 0, warmup)
+        sampled = sample(lambda count: (event_times(cupy, call, count, 0), []), rule)  # no host times
         out_bytes = out.size * out.itemsize
         del arrays, out, call
         cupy.get_default_memory_pool().free_all_blocks()
     except Exception as exc:  # CuPy's errors share no base class: a kernel it lacks, a type it refuses
         return {"error": f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:200]}"}
-    return summary(times, in_bytes + out_bytes, layout)
+    return summary(sampled, in_bytes + out_bytes, layout)

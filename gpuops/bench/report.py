@@ -24,6 +24,9 @@ from .stats import ABOVE_TARGET
 from .workload import copy_size
 
 SCHEMA = "gpuops-bench/1"
+# What makes two runs the same adapter: its name and PCI ids, and the WebGPU implementation and graphics API
+# that ran it (the `adapter` keys).
+ADAPTER_IDENTITY = ("name", "vendor_id", "device_id", "implementation", "backend")
 # The adapter limits gpuops requests or depends on (device.py, the dispatch grid and binding alignment).
 USED_LIMITS = ("max-buffer-size", "max-storage-buffer-binding-size", "max-compute-workgroups-per-dimension",
                "min-storage-buffer-offset-alignment", "max-storage-buffers-per-shader-stage",

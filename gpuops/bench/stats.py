@@ -78,7 +78,8 @@ class Sampled:
 
 def sample(take: Callable[[int], tuple[list[float], list[float]]], rule: StoppingRule,
            clock: Callable[[], float] = time.perf_counter) -> Sampled:
-    """Samples from `take(n)` (n more (GPU, host) samples) until `rule` says stop; `clock` gives seconds.
+    """Samples from `take(n)` (n more (GPU, host) samples; either list may stay empty, as CUDA events give no host
+    times) until `rule` says stop; `clock` gives seconds.
 
     More samples come in batches of half those taken so far (at least one), cut to what the remaining time is
     expected to allow at the pace so far, so that a row overruns its budget by at most one sample."""
@@ -90,7 +91,7 @@ def sample(take: Callable[[int], tuple[list[float], list[float]]], rule: Stoppin
         figure = noise(gpu or host)
         if figure is not None and figure <= rule.max_noise:
             return Sampled(gpu, host, "noise")
-        count = len(host)
+        count = max(len(gpu), len(host))
         if count >= rule.max_samples:
             return Sampled(gpu, host, "max_samples")
         elapsed = clock() - start

@@ -7,7 +7,9 @@ timestamp queries, calibrated as in every gpuops-bench run; bandwidth counts the
 read (distinct elements) and written. Contiguous rows run at least `elements` elements, and more where their types
 are narrower than the copy's float32: as many as make the row's largest tensor as large as the copy's (2^27 float16,
 2^28 8-bit elements at the default), since a dispatch's start and drain are a fixed cost that weighs more on fewer
-bytes (`same_elements` runs every row at `elements`). The JSON document is described in docs/bench-json.md.
+bytes (`same_elements` runs every row at `elements`). Every timed figure is sampled as the other commands' rows
+are (stats.py: a noise target, a minimum count, a time budget) and keeps its samples, so that two runs can be
+compared (compare.py). The JSON document is described in docs/bench-json.md.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,12 +32,13 @@ from ..operators import OPERATORS, SignDesc, spec_by_name
 from ..tensor import TensorDesc
 from . import report
 from .cupy_compare import cupy_cuda, time_cupy
+from .stats import ABOVE_TARGET, DEFAULT_MAX_TIME_S, Sampled, StoppingRule, summary
 from .ticks import calibrate
-from .timing import CopyKernel, GpuTimer, Timing
-from .torch_compare import (BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, COPY, ROW_MAJOR_OUT, STRIDED_OUT, time_torch,
-                            torch_cuda)
+from .timing import CopyKernel, GpuTimer, Sampler
+from .torch_compare import (BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, COPY, ROW_MAJOR_OUT, STRIDED_OUT,
+                            summary as library_summary, time_torch, torch_cuda)
 from .workload import (Case, Workload, buffer_usage, bytes_moved, nchw_sizes, nhwc_strides, operation_label,
-                       types_label)
+                       timed_fields, types_label)
 
 COMMAND = "targets"
 LEGACY_SCHEMA = "gpuops-targets/1"  # the records in bench/results/ (read by render, never written)
@@ -45,6 +47,13 @@ LAYOUT_SECTIONS = ("packed-2d", "broadcast", "transposed", "nchw-to-nhwc", "tran
 ROW_SECTIONS = ("contiguous",) + LAYOUT_SECTIONS
 LAYOUT_TYPES = (DataType.FLOAT32, DataType.FLOAT16, DataType.INT8, DataType.INT64)
 DEFAULT_ELEMENTS = 1 << 26
+# The host section's timed figures, by key: each keeps its samples in `host["samples"]`, in the figure's unit.
+HOST_FIGURES = ("batch_host_us_per_op", "batch_table_host_us_per_op", "bare_batch_host_us_per_op",
+                "small_op_readback_us", "bare_submit_readback_us", "numpy_api_small_op_us", "large_gpu_median_ns",
+                "large_batch_wall_ns_per_op")
+HOST_BATCH_OPS = 1000  # small operations per batch recorded
+HOST_LARGE_OPS = 50  # large operations per batch, in HOST_LARGE_BATCHES batches
+HOST_LARGE_BATCHES = 5
 
 # (operator, mode) for every operator and every value of its attribute; mode is the value as a number (the rows'
 # "mode"), None for an operator without an attribute.
@@ -65,18 +74,24 @@ class TargetOptions:
 
     elements: int = DEFAULT_ELEMENTS
     same_elements: bool = False
-    iterations: int = 10
+    iterations: int = 10  # samples per figure; with max_noise, the fewest
     warmup: int = 2
     repeats: int = 1  # passes per timed span (GpuTimer.run): Dawn's coarse timestamps need about 40
+    max_noise: float | None = None  # a noise target: sample each figure until its noise is at most this
+    max_time_s: float = DEFAULT_MAX_TIME_S  # with max_noise: sampling time per figure, after its first samples
     match: str | None = None  # a regex: measure only the rows whose label matches
     sections: tuple[str, ...] = SECTIONS
     layouts: tuple[str, ...] = LAYOUT_SECTIONS
     units_per_invocation: int | None = None  # recorded only: the device's DispatchPolicy applies it
 
+    @property
+    def rule(self) -> StoppingRule:
+        return StoppingRule(self.iterations, self.max_noise, self.max_time_s)
+
     def settings(self) -> dict:
         return {"iterations": self.iterations, "warmup": self.warmup, "repeats": self.repeats,
-                "elements": self.elements, "same_elements": self.same_elements, "sections": list(self.sections),
-                "layouts": list(self.layouts), "match": self.match,
+                **self.rule.settings(), "elements": self.elements, "same_elements": self.same_elements,
+                "sections": list(self.sections), "layouts": list(self.layouts), "match": self.match,
                 "units_per_invocation": self.units_per_invocation}
 
 
@@ -159,24 +174,27 @@ class TargetRun:
         self.conversion = calibrate(device, self.timer)
         if self.conversion.tick_ns is None:
             self.timer.supported = False  # GPU times would be meaningless: rate on host time
+        self.sampler = Sampler(self.timer, options.rule, options.warmup, options.repeats)
         self.pattern = re.compile(options.match) if options.match else None
 
     def wanted(self, operator: str, mode, in_type: DataType, out_type: DataType) -> bool:
         name = label({"operator": operator, "mode": mode, "dtype": in_type.name, "out_dtype": out_type.name})
         return self.pattern is None or self.pattern.search(name) is not None
 
-    def time(self, record) -> Timing:
-        options = self.options
-        return self.timer.run(record, options.iterations, options.warmup, repeats=options.repeats)
+    def time(self, record, moved: int) -> dict:
+        """The timing keys of a row (workload.timed_fields) and its GB/s, from samples taken until the run's rule
+        stops."""
+        fields = timed_fields(self.sampler.time(record))
+        return {**fields, **_rate(moved, fields)}
 
     def torch(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType,
               layout: str = CONTIGUOUS) -> dict:
-        return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.options.iterations,
-                          self.options.warmup, layout)
+        return time_torch(operator, mode, inputs, out_type.numpy_dtype, self.options.rule, self.options.warmup,
+                          layout)
 
     def cupy(self, operator: str, mode, inputs: list[np.ndarray], out_type: DataType, layout: str) -> dict:
-        return time_cupy(operator, mode, inputs, out_type.numpy_dtype, self.options.iterations,
-                         self.options.warmup, layout)
+        return time_cupy(operator, mode, inputs, out_type.numpy_dtype, self.options.rule, self.options.warmup,
+                         layout)
 
     def row(self, section: str, case: Case) -> dict:
         """Check the case against NumPy, then time it, and PyTorch and CuPy on the same data where the section
@@ -188,13 +206,10 @@ class TargetRun:
         workload = Workload(self.device, case, data=goal_values)
         try:
             mismatch = workload.check()
-            row.update(exact=mismatch is None, error=None if mismatch is None else
-                       f"{mismatch.describe()}: not timed", gpu_median_ns=None, gpu_min_ns=None, gpu_max_ns=None,
-                       host_median_ns=None, iterations=None, gbps=None, gbps_basis=None, torch=None, cupy=None)
+            row.update(exact=mismatch is None, error=None if mismatch is None else f"{mismatch.describe()}: not timed",
+                       **dict.fromkeys(TIMED_KEYS), torch=None, cupy=None)
             if mismatch is None:
-                timing = self.time(workload.record)
-                row.update(timing.summary())
-                row.update(_rate(moved, timing))
+                row.update(self.time(workload.record, moved))
                 if section in TORCH_LAYOUTS:
                     row["torch"] = self.torch(case.operator, row["mode"], workload.inputs, case.out_dtype,
                                               TORCH_LAYOUTS[section])
@@ -205,16 +220,21 @@ class TargetRun:
             workload.release()
         torch_gbps = (row["torch"] or {}).get("gbps")
         cupy = f"  cupy {(row['cupy'] or {}).get('gbps') or float('nan'):7.0f}" if section in CUPY_LAYOUTS else ""
-        self.say(f"{section:12s} {label(row):40s} exact={row['exact']} {row['gbps'] or 0:7.0f} GB/s"
-                 f"  torch {torch_gbps or float('nan'):7.0f}{cupy}")
+        self.say(f"{section:12s} {label(row):40s} exact={row['exact']} {row['gbps'] or 0:7.0f} GB/s "
+                 f"{_noise_cell(row):>12s}  torch {torch_gbps or float('nan'):7.0f}{cupy}")
         return row
 
 
-def _rate(moved: int, timing: Timing) -> dict:
+# A row's timing keys, in the order rows carry them (workload.timed_fields), and the GB/s rated on them.
+TIMED_KEYS = ("iterations", "stopped_on", "gpu_median_ns", "gpu_min_ns", "gpu_max_ns", "gpu_noise", "host_median_ns",
+              "host_noise", "gpu_samples_ns", "host_samples_ns", "gbps", "gbps_basis")
+
+
+def _rate(moved: int, fields: dict) -> dict:
     """GB/s from the GPU time, or from host time where the adapter gives none."""
-    if timing.gpu_ns:
-        return {"gbps": moved / timing.gpu_median_ns, "gbps_basis": "gpu"}
-    return {"gbps": moved / timing.host_median_ns, "gbps_basis": "host"}
+    if fields["gpu_median_ns"] is not None:
+        return {"gbps": moved / fields["gpu_median_ns"], "gbps_basis": "gpu"}
+    return {"gbps": moved / fields["host_median_ns"], "gbps_basis": "host"}
 
 
 def measure(device: Device, options: TargetOptions, say: Callable[[str], None] | None = None) -> dict:
@@ -227,7 +247,8 @@ def measure(device: Device, options: TargetOptions, say: Callable[[str], None] |
     cupy = cupy_cuda()
     doc["cupy_device"] = _cupy_device_name(cupy) if cupy is not None else None
     copy = CopyKernel(device, n * 4)
-    doc["wgsl_copy_gbps"] = _rate(copy.bytes_moved, run.time(copy.record))["gbps"]
+    wgsl_copy = {"bytes": copy.bytes_moved, **run.time(copy.record, copy.bytes_moved)}
+    doc.update(wgsl_copy_gbps=wgsl_copy["gbps"], wgsl_copy=wgsl_copy)
     copy.release()
 
     def torch_copy() -> dict:
@@ -285,19 +306,25 @@ def wrong_rows(doc: dict) -> list[dict]:
     return [row for section in ROW_SECTIONS for row in doc.get(section) or [] if not row["exact"]]
 
 
+def large_elements(device: Device) -> int:
+    """The float32 elements of the host section's large operations: an eighth of the storage binding limit."""
+    return device.limits["max-storage-buffer-binding-size"] // 8
+
+
 def host_side(device: Device, run: TargetRun) -> dict:
-    """Host time per operation in a batch, one small operation with read-back, large batches' wall-clock."""
+    """Host time per operation in a batch, one small operation with read-back, large batches' wall-clock: each
+    figure the median of its samples, which `samples` keeps (HOST_FIGURES)."""
     def buffer(size: int):
         return device.wgpu_device.create_buffer(size=-(-size // 16) * 16, usage=buffer_usage(device))
 
     f32 = TensorDesc(DataType.FLOAT32, (1024,))
     sign = device.compile(SignDesc(f32, f32))
-    pairs = [(buffer(4096), buffer(4096)) for _ in range(1000)]
+    pairs = [(buffer(4096), buffer(4096)) for _ in range(HOST_BATCH_OPS)]
     bindings = [{"input_tensor": Binding(a), "output_tensor": Binding(b)} for a, b in pairs]
     queue = device.wgpu_device.queue
 
-    def host_us_per_op(*record_batches) -> list[float]:
-        """Median host time per operation of seven batches of the 1000 for each way of recording, the ways
+    def host_us_per_op(*record_batches) -> list[list[float]]:
+        """Host time per operation of seven batches of HOST_BATCH_OPS for each way of recording, in us, the ways
         interleaved (the host's speed drifts within a run; each batch is waited for before the next)."""
         per_op = [[] for _ in record_batches]
         for _ in range(7):
@@ -306,7 +333,7 @@ def host_side(device: Device, run: TargetRun) -> dict:
                 record_batch()
                 samples.append((time.perf_counter_ns() - start) / 1000 / len(pairs))
                 queue.read_buffer(pairs[-1][1], 0, 4)
-        return [statistics.median(samples) for samples in per_op]
+        return per_op
 
     def gpuops_batch():
         with device.batch() as batch:
@@ -323,8 +350,8 @@ def host_side(device: Device, run: TargetRun) -> dict:
     # One small operation with read-back, against a bare wgpu submit + read-back of the same size.
     copy = CopyKernel(device, 4096)
 
-    def timed(*steps, count=200) -> list[float]:
-        """Median time of each step in us, the steps' samples interleaved: the host's speed drifts within a run,
+    def timed(*steps, count=200) -> list[list[float]]:
+        """`count` times of each step in us, the steps' samples interleaved: the host's speed drifts within a run,
         so steps timed one after the other would compare different moments of the host."""
         for _ in range(20):
             for step in steps:
@@ -334,8 +361,8 @@ def host_side(device: Device, run: TargetRun) -> dict:
             for step, step_samples in zip(steps, samples):
                 start = time.perf_counter_ns()
                 step()
-                step_samples.append(time.perf_counter_ns() - start)
-        return [statistics.median(step_samples) / 1000 for step_samples in samples]
+                step_samples.append((time.perf_counter_ns() - start) / 1000)
+        return samples
 
     def bare():
         encoder = device.wgpu_device.create_command_encoder()
@@ -364,33 +391,109 @@ def host_side(device: Device, run: TargetRun) -> dict:
         compute_pass.end()
         queue.submit([encoder.finish()])
 
-    batch_us, table_batch_us, bare_batch_us = host_us_per_op(gpuops_batch, gpuops_table_batch, bare_batch)
+    samples = dict(zip(("batch_host_us_per_op", "batch_table_host_us_per_op", "bare_batch_host_us_per_op"),
+                       host_us_per_op(gpuops_batch, gpuops_table_batch, bare_batch)))
     x = np.ones(1024, np.float32)
-    bare_us, ours_us = timed(bare, ours)
-    [numpy_api_us] = timed(lambda: api.sign(x, device=device), count=100)
+    samples.update(zip(("bare_submit_readback_us", "small_op_readback_us"), timed(bare, ours)))
+    [samples["numpy_api_small_op_us"]] = timed(lambda: api.sign(x, device=device), count=100)
     # Large operations batched: wall-clock against the sum of GPU timestamp times.
-    n = device.limits["max-storage-buffer-binding-size"] // 8
+    n = large_elements(device)
     big = TensorDesc(DataType.FLOAT32, (n,))
     big_sign = device.compile(SignDesc(big, big))
     a, b = buffer(n * 4), buffer(n * 4)
     big_bindings = {"input_tensor": Binding(a), "output_tensor": Binding(b)}
-    gpu = run.timer.run(lambda enc, w: big_sign.record(enc, big_bindings, w), 10, 2)
-    count = 50
-    start = time.perf_counter_ns()
-    with device.batch() as batch:
-        for _ in range(count):
-            batch.record(big_sign, big_bindings)
-    queue.read_buffer(b, 0, 4)
-    wall = (time.perf_counter_ns() - start) / count
+    samples["large_gpu_median_ns"] = run.timer.run(lambda enc, w: big_sign.record(enc, big_bindings, w), 10, 2).gpu_ns
+    samples["large_batch_wall_ns_per_op"] = []
+    for _ in range(HOST_LARGE_BATCHES):
+        start = time.perf_counter_ns()
+        with device.batch() as batch:
+            for _ in range(HOST_LARGE_OPS):
+                batch.record(big_sign, big_bindings)
+        queue.read_buffer(b, 0, 4)
+        samples["large_batch_wall_ns_per_op"].append((time.perf_counter_ns() - start) / HOST_LARGE_OPS)
     copy.release()
     for buffer_ in [a, b, *(x for pair in pairs for x in pair)]:
         buffer_.destroy()
-    return {"batch_host_us_per_op": batch_us, "batch_table_host_us_per_op": table_batch_us,
-            "bare_batch_host_us_per_op": bare_batch_us,
-            "small_op_readback_us": ours_us,
-            "bare_submit_readback_us": bare_us, "numpy_api_small_op_us": numpy_api_us,
-            "large_batch_wall_ns_per_op": wall, "large_gpu_median_ns": gpu.gpu_median_ns,
-            "large_elements": n, "large_wall_fraction_of_gpu": gpu.gpu_median_ns / wall if gpu.gpu_ns else None}
+    return host_figures(samples, n)
+
+
+def host_figures(samples: dict[str, list[float]], large: int) -> dict:
+    """The host section from its figures' samples (by HOST_FIGURES key, in the figure's unit): each figure the
+    median of its samples, and `samples` with their counts and noise."""
+    figures = {key: summary(samples[key]) for key in HOST_FIGURES}
+    gpu, wall = figures["large_gpu_median_ns"]["median"], figures["large_batch_wall_ns_per_op"]["median"]
+    return {**{key: figure["median"] for key, figure in figures.items()}, "large_elements": large,
+            "large_wall_fraction_of_gpu": gpu / wall if gpu is not None else None,
+            "samples": {key: {"iterations": len(samples[key]), "noise": figure["noise"],
+                              "values": [float(v) for v in samples[key]]} for key, figure in figures.items()}}
+
+
+# ---------------------------------------------------------------------------------------------------- pooling
+
+def pool(documents: list[dict], names: list[str]) -> dict:
+    """One targets document from several runs on one adapter (the rounds of a before/after comparison, named by
+    `names`): each figure's samples those of every run that has it, in the runs' order, and its summaries computed
+    again from them; a row wrong in any run is that run's row. The rest is the first run's, and `pooled_from` lists
+    the runs."""
+    first = documents[0]
+    for name, doc in zip(names, documents):
+        if doc.get("schema") != report.SCHEMA or doc.get("command") != COMMAND:
+            raise TargetsDocumentError(f"{name}: schema {doc.get('schema')!r}, command {doc.get('command')!r}: "
+                                       f"only targets documents of schema {report.SCHEMA!r} are pooled")
+        if any(doc["adapter"].get(key) != first["adapter"].get(key) for key in report.ADAPTER_IDENTITY):
+            raise TargetsDocumentError(f"{name} ran on {doc['adapter'].get('name')!r} "
+                                       f"({doc['adapter'].get('implementation')}), {names[0]} on "
+                                       f"{first['adapter'].get('name')!r} ({first['adapter'].get('implementation')})"
+                                       ": runs of different adapters or WebGPU implementations are not pooled")
+    pooled = {**first, "pooled_from": [{"file": name, "created": doc.get("created")}
+                                       for name, doc in zip(names, documents)]}
+    copies = [doc["wgsl_copy"] for doc in documents if "wgsl_copy" in doc]
+    if copies:
+        pooled["wgsl_copy"] = {**copies[0], **_pooled_timing(copies)}
+        pooled["wgsl_copy_gbps"] = pooled["wgsl_copy"]["gbps"]
+    pooled["torch_copy_samples"] = [copy for doc in documents for copy in doc.get("torch_copy_samples") or []]
+    pooled["torch_copy"] = max(pooled["torch_copy_samples"], key=lambda c: c.get("gbps") or 0)
+    for section in ROW_SECTIONS:
+        groups: dict[tuple, list[dict]] = {}
+        for doc in documents:
+            for row in doc.get(section) or []:
+                groups.setdefault((label(row), tuple(row["sizes"])), []).append(row)
+        pooled[section] = [_pooled_row(rows) for rows in groups.values()]
+    hosts = [doc["host"] for doc in documents if (doc.get("host") or {}).get("samples")]
+    if hosts:
+        pooled["host"] = host_figures({key: [v for host in hosts for v in host["samples"][key]["values"]]
+                                       for key in HOST_FIGURES}, hosts[0]["large_elements"])
+    return pooled
+
+
+def _pooled_row(rows: list[dict]) -> dict:
+    wrong = next((row for row in rows if not row["exact"]), None)
+    if wrong is not None:
+        return wrong
+    libraries = {library: _pooled_library([row[library] for row in rows]) for library in ("torch", "cupy")
+                 if rows[0].get(library) is not None}
+    return {**rows[0], **_pooled_timing(rows), **libraries}
+
+
+def _ended(entries: list[dict]) -> str:
+    """Why the pooled sampling ended: above the target where any run's did."""
+    return next((e["stopped_on"] for e in entries if e["stopped_on"] in ABOVE_TARGET), entries[0]["stopped_on"])
+
+
+def _pooled_timing(entries: list[dict]) -> dict:
+    """The timing keys and GB/s of a row (or the WGSL copy) from the samples of several runs: GPU samples where
+    every run has some."""
+    gpu = [t for e in entries for t in e["gpu_samples_ns"] or []] if all(e["gpu_samples_ns"] for e in entries) else []
+    fields = timed_fields(Sampled(gpu, [t for e in entries for t in e["host_samples_ns"]], _ended(entries)))
+    return {**fields, **_rate(entries[0]["bytes"], fields)}
+
+
+def _pooled_library(entries: list[dict]) -> dict:
+    """A PyTorch or CuPy figure from several runs' (the first run's where one could not run it)."""
+    if not all("gpu_samples_ns" in e for e in entries):
+        return entries[0]
+    samples = [t for e in entries for t in e["gpu_samples_ns"]]
+    return library_summary(Sampled(samples, [], _ended(entries)), entries[0]["bytes"], entries[0]["layout"])
 
 
 # ----------------------------------------------------------------------------------------------------- render
@@ -432,6 +535,28 @@ def _gbps(value) -> str:
     return f"{value:.0f}" if value is not None else "-"
 
 
+def _noise_cell(entry: dict | None) -> str:
+    """'0.42% (10)': the noise of a timed figure (a row, a PyTorch or CuPy figure, the copies) and its sample count,
+    the noise marked '!' where sampling ended on its budget above the run's target; '-' for a figure not timed."""
+    entry = entry or {}
+    if not entry.get("iterations") or not {"gpu_noise", "host_noise"} & set(entry):
+        return "-"
+    noise = entry.get("host_noise") if entry.get("gbps_basis") == "host" else entry.get("gpu_noise")
+    flag = "!" if entry.get("stopped_on") in ABOVE_TARGET else ""
+    return f"{report.format_noise(noise)}{flag} ({entry['iterations']})"
+
+
+def _sampled(rows: list[dict]) -> bool:
+    """Whether the rows keep noise figures (the records written before rows kept their samples do not)."""
+    return any("gpu_noise" in row for row in rows)
+
+
+def _host_noise(host: dict, *keys: str) -> str:
+    """'3.1% (200)': the noise and sample count of host figures, ' / ' between several."""
+    figures = [host["samples"][key] for key in keys]
+    return " / ".join(f"{report.format_noise(f['noise'])} ({f['iterations']})" for f in figures)
+
+
 def _copy_samples(data: dict) -> str:
     samples = [c.get("gbps") for c in data.get("torch_copy_samples") or [] if c.get("gbps")]
     return f" (the faster of {', '.join(f'{g:.0f}' for g in samples)})" if len(samples) > 1 else ""
@@ -455,9 +580,11 @@ def _conversion_tables(data: dict) -> list[str]:
         rows = data.get(section) or []
         if not any("cupy" in row for row in rows):
             continue
+        noise = _sampled(rows)
+        extra = " noise (samples) |" if noise else ""
         out += [f"{title} (PyTorch and CuPy: {out_layout}):", "",
-                ("| operator, types | sizes | GB/s | % of torch copy | PyTorch GB/s | vs PyTorch | CuPy GB/s | "
-                 "vs CuPy |"), "|---|---|---|---|---|---|---|---|"]
+                (f"| operator, types | sizes | GB/s |{extra} % of torch copy | PyTorch GB/s |{extra} vs PyTorch | "
+                 f"CuPy GB/s |{extra} vs CuPy |"), "|---|---|---|---|---|---|---|---|" + "---|" * 3 * noise]
         for row in rows:
             gbps = row.get("gbps")
             cells = []
@@ -468,8 +595,10 @@ def _conversion_tables(data: dict) -> list[str]:
                     note = f"{entry.get('layout') or 'x.t() order'}"  # a merged record of another layout
                 cells.append(f"{theirs:.0f}" + (f" ({note})" if note else "") if theirs else
                              f"n/a ({note[:40]})" if note else "n/a")
+                cells += [_noise_cell(entry)] if noise else []
                 cells.append(f"{gbps / theirs:.2f}x" if theirs and gbps else "n/a")
-            out.append(f"| {label(row)} | {'x'.join(map(str, row['sizes']))} | {_gbps(gbps)} | "
+            own = f" {_noise_cell(row)} |" if noise else ""
+            out.append(f"| {label(row)} | {'x'.join(map(str, row['sizes']))} | {_gbps(gbps)} |{own} "
                        f"{_pct(gbps, row.get('_copy'))} | {' | '.join(cells)} |")
         out.append("")
     return out
@@ -512,9 +641,18 @@ def render_documents(documents: list[dict]) -> str:
         out.append(f"{settings['elements']} elements ({sizes}); WGSL copy {run['wgsl_copy_gbps']:.0f} GB/s, PyTorch "
                    f"CUDA copy {f'{tc:.0f} GB/s' if tc else 'not measured (no CUDA)'}{_copy_samples(run)} (targets "
                    f"use PyTorch's copy); versions {run['versions']}.\n")
+        if "wgsl_copy" in run:  # a run whose figures keep their samples
+            target = settings.get("max_noise")
+            out.append("noise (samples): the relative interquartile range of a figure's samples, (Q3 - Q1) / median, "
+                       "and their count" + (f"; '!': sampling ended on its budget above the target "
+                                            f"{report.format_noise(target)}" if target is not None else "")
+                       + f". WGSL copy {_noise_cell(run['wgsl_copy'])}, PyTorch copy "
+                       f"{_noise_cell(run.get('torch_copy'))}.\n")
         if data.get("contiguous"):
-            out += ["| operator, types | elements | GB/s | % of torch copy (goal 95%) | PyTorch same op GB/s | "
-                    "vs PyTorch |", "|---|---|---|---|---|---|"]
+            noise = _sampled(data["contiguous"])
+            extra = " noise (samples) |" if noise else ""
+            out += [f"| operator, types | elements | GB/s |{extra} % of torch copy (goal 95%) | PyTorch same op GB/s "
+                    f"|{extra} vs PyTorch |", "|---|---|---|---|---|---|" + "---|---|" * noise]
             for row in data["contiguous"]:
                 torch_gbps = (row.get("torch") or {}).get("gbps")
                 note = (row.get("torch") or {}).get("error", "")
@@ -522,8 +660,9 @@ def render_documents(documents: list[dict]) -> str:
                 ratio = f"{row['gbps'] / torch_gbps:.2f}x" if torch_gbps and row.get("gbps") else "n/a"
                 count = f"2^{int(row['sizes'][0]).bit_length() - 1}"
                 gbps = row.get("gbps")
-                out.append(f"| {label(row)} | {count} | {_gbps(gbps)} | {_pct(gbps, row['_copy'])} | {torch_cell} "
-                           f"| {ratio} |")
+                own, theirs = (f" {_noise_cell(row)} |", f" {_noise_cell(row.get('torch'))} |") if noise else ("", "")
+                out.append(f"| {label(row)} | {count} | {_gbps(gbps)} |{own} {_pct(gbps, row['_copy'])} | "
+                           f"{torch_cell} |{theirs} {ratio} |")
             out.append("")
         if data.get("packed-2d"):
             packed = {label(r): r.get("gbps") for r in data["packed-2d"]}
@@ -550,25 +689,63 @@ def render_documents(documents: list[dict]) -> str:
                            f"{cell('transposed')} | {f'{torch_t:.0f}{order}' if torch_t else 'n/a'} | "
                            f"{cell('strided-out')} |")
             out.append("")
+            out += _layout_noise_table(data)
         out += _conversion_tables(data)
-        host = data.get("host")
-        if host:
-            out += ["| host-side measure | value | goal |", "|---|---|---|"]
-            if "batch_table_host_us_per_op" in host:  # (older records lack it)
-                out.append(f"| batch of 1000 ops of 1024 elements recorded from binding tables (`compiled.bind`), host "
-                           f"time per op | {host['batch_table_host_us_per_op']:.1f} us | <= 10 us |")
-            out.append(f"| batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op | "
-                       f"{host['batch_host_us_per_op']:.1f} us | <= 10 us |")
-            if "bare_batch_host_us_per_op" in host:  # (older records lack it)
-                out.append(f"| the same 1000 dispatches with wgpu alone (a copy kernel): host time per op | "
-                           f"{host['bare_batch_host_us_per_op']:.1f} us | (information: this host's floor) |")
-            fraction = host["large_wall_fraction_of_gpu"]
-            out += [
-                    f"| one small op + read-back (DML level, cached plan) | {host['small_op_readback_us']:.0f} us = "
-                    f"{host['small_op_readback_us'] / host['bare_submit_readback_us']:.2f}x a bare wgpu submit + "
-                    f"read-back ({host['bare_submit_readback_us']:.0f} us) | <= 1.2x |",
-                    f"| one small op through the NumPy API (upload, run, read back) | "
-                    f"{host['numpy_api_small_op_us']:.0f} us | (information) |",
-                    f"| 50 large ops ({host['large_elements']} float32 elements) in one batch: wall-clock vs GPU "
-                    f"timestamps | {f'{100 * fraction:.0f}%' if fraction is not None else 'n/a'} | >= 90% |", ""]
+        if data.get("host"):
+            out += _host_table(data["host"])
     return "\n".join(out)
+
+
+def _layout_noise_table(data: dict) -> list[str]:
+    """The noise and sample count of the layouts table's figures, in its columns (documents whose rows keep their
+    samples)."""
+    sections = ("packed-2d", "broadcast", "transposed-k", "transposed", "strided-out")
+    by = {sec: {label(r): r for r in data.get(sec) or []} for sec in sections}
+    if not any(_sampled(list(rows.values())) for rows in by.values()):
+        return []
+    out = ["noise (samples) of the figures above:", "",
+           "| operator, types | packed 2-D | broadcast | transposed input, output in the input's order | true "
+           "transpose | PyTorch on x.t() | strided output |", "|---|---|---|---|---|---|---|"]
+    for name in by["packed-2d"]:
+        def cell(sec, library=None):
+            row = by[sec].get(name)
+            if row is None:
+                return "-"
+            theirs = _noise_cell(row.get("torch")) if library is None and sec in ("broadcast", "strided-out") else "-"
+            own = _noise_cell(row.get(library) if library else row)
+            return own + (f"; PyTorch {theirs}" if theirs != "-" else "")
+        out.append(f"| {name} | {cell('packed-2d')} | {cell('broadcast')} | {cell('transposed-k')} | "
+                   f"{cell('transposed')} | {cell('transposed', 'torch')} | {cell('strided-out')} |")
+    return out + [""]
+
+
+def _host_table(host: dict) -> list[str]:
+    """The host figures against their goals, with their noise and sample counts where the document keeps them."""
+    noise = "samples" in host
+    out = ["| host-side measure | value | goal |" + (" noise (samples) |" if noise else ""),
+           "|---|---|---|" + "---|" * noise]
+
+    def line(text: str, *keys: str) -> str:
+        return f"| {text} |" + (f" {_host_noise(host, *keys)} |" if noise else "")
+
+    if "batch_table_host_us_per_op" in host:  # (older records lack it)
+        out.append(line(f"batch of 1000 ops of 1024 elements recorded from binding tables (`compiled.bind`), host "
+                        f"time per op | {host['batch_table_host_us_per_op']:.1f} us | <= 10 us",
+                        "batch_table_host_us_per_op"))
+    out.append(line(f"batch of 1000 ops of 1024 elements recorded from bindings (plan cache), host time per op | "
+                    f"{host['batch_host_us_per_op']:.1f} us | <= 10 us", "batch_host_us_per_op"))
+    if "bare_batch_host_us_per_op" in host:  # (older records lack it)
+        out.append(line(f"the same 1000 dispatches with wgpu alone (a copy kernel): host time per op | "
+                        f"{host['bare_batch_host_us_per_op']:.1f} us | (information: this host's floor)",
+                        "bare_batch_host_us_per_op"))
+    fraction = host["large_wall_fraction_of_gpu"]
+    out += [line(f"one small op + read-back (DML level, cached plan) | {host['small_op_readback_us']:.0f} us = "
+                 f"{host['small_op_readback_us'] / host['bare_submit_readback_us']:.2f}x a bare wgpu submit + "
+                 f"read-back ({host['bare_submit_readback_us']:.0f} us) | <= 1.2x", "small_op_readback_us",
+                 "bare_submit_readback_us"),
+            line(f"one small op through the NumPy API (upload, run, read back) | "
+                 f"{host['numpy_api_small_op_us']:.0f} us | (information)", "numpy_api_small_op_us"),
+            line(f"50 large ops ({host['large_elements']} float32 elements) in one batch: wall-clock vs GPU "
+                 f"timestamps | {f'{100 * fraction:.0f}%' if fraction is not None else 'n/a'} | >= 90%",
+                 "large_batch_wall_ns_per_op", "large_gpu_median_ns"), ""]
+    return out

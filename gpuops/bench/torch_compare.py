@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from collections.abc import Callable
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 from ..enums import IsInfinityMode
 from ..errors import ValidationError
 from ..operators import spec_by_name
+from .stats import Sampled, StoppingRule, sample, summary as stats_summary
 
 
 def torch_cuda():
@@ -106,9 +106,10 @@ def _is_infinity_into(torch, mode: IsInfinityMode):
 
 
 def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dtype: np.dtype,
-               iterations: int, warmup: int, layout: str = CONTIGUOUS) -> dict:
-    """Median/min/max CUDA-event time of one call, its bytes and GB/s and the `layout` it ran in, or {'error': ...}
-    when torch cannot run it. `inputs` are the case's logical arrays; `layout` is one of COMPARE_LAYOUTS."""
+               rule: StoppingRule, warmup: int, layout: str = CONTIGUOUS) -> dict:
+    """CUDA-event times of one call, sampled until `rule` stops after `warmup` untimed calls, its bytes and GB/s and
+    the `layout` it ran in (see summary), or {'error': ...} when torch cannot run it. `inputs` are the case's
+    logical arrays; `layout` is one of COMPARE_LAYOUTS."""
     shape = tuple(inputs[0].shape)
     check_layout(layout, shape)
     torch = torch_cuda()
@@ -130,17 +131,28 @@ def time_torch(operator: str, mode: int | None, inputs: list[np.ndarray], out_dt
             out = torch.empty(shape, dtype=torch_dtype, device="cuda")
         function = _function(torch, operator, mode, layout in OUT_LAYOUTS)
         call = functools.partial(function, *tensors, out)
-        times, result = cuda_times(torch, call, iterations, warmup)
+        result = None
+
+        def take(count: int) -> tuple[list[float], list[float]]:
+            nonlocal result
+            times, result = cuda_times(torch, call, count, 0)
+            return times, []  # CUDA events: no host times
+
+        cuda_times(torch, call, 0, warmup)
+        sampled = sample(take, rule)
         out_bytes = result.numel() * result.element_size()
         del tensors, out, result, call
         torch.cuda.empty_cache()
     except (RuntimeError, TypeError, NotImplementedError) as exc:
         return {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
-    return summary(times, in_bytes + out_bytes, layout)
+    return summary(sampled, in_bytes + out_bytes, layout)
 
 
-def summary(times: list[float], moved: int, layout: str) -> dict:
-    """A comparison's figures from its per-call times in ns and its own byte count."""
-    median = statistics.median(times)
-    return {"gpu_median_ns": median, "gpu_min_ns": min(times), "gpu_max_ns": max(times), "bytes": moved,
-            "gbps": moved / median, "layout": layout}
+def summary(sampled: Sampled, moved: int, layout: str) -> dict:
+    """A comparison's figures from its per-call CUDA-event times in ns and its own byte count: the median, least
+    and greatest time, their noise, the samples, and why sampling ended."""
+    times = stats_summary(sampled.gpu_ns)
+    return {"gpu_median_ns": times["median"], "gpu_min_ns": times["min"], "gpu_max_ns": times["max"],
+            "gpu_noise": times["noise"], "iterations": len(sampled.gpu_ns), "stopped_on": sampled.stopped_on,
+            "gpu_samples_ns": [float(t) for t in sampled.gpu_ns], "bytes": moved, "gbps": moved / times["median"],
+            "layout": layout}

@@ -25,7 +25,7 @@ from ..operators import OPERATORS, OperatorSpec, spec_by_name
 from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
 from . import reference
 from .cupy_compare import time_cupy
-from .stats import Sampled, summary
+from .stats import Sampled, StoppingRule, summary
 from .timing import CopyKernel, Sampler
 from .torch_compare import BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, ROW_MAJOR_OUT, time_torch
 
@@ -522,8 +522,8 @@ def gpu_comparison(what: str, workload: Workload, iterations: int, warmup: int, 
     case = workload.case
     mode = int(case.mode) if case.mode is not None else None
     timer, counted = COMPARISONS[what]
-    result = timer(case.operator, mode, workload.inputs, case.out_dtype.numpy_dtype, iterations, warmup,
-                   compare_layout(case))
+    result = timer(case.operator, mode, workload.inputs, case.out_dtype.numpy_dtype, StoppingRule(iterations),
+                   warmup, compare_layout(case))
     if "error" in result:
         return {"error": result["error"]}
     return {"median_ns": result["gpu_median_ns"], "min_ns": result["gpu_min_ns"], "max_ns": result["gpu_max_ns"],
