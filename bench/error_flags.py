@@ -1,5 +1,5 @@
 """What reporting NumPy's floating-point errors costs the modulus kernels: each case's kernels with and without the
-error flag word (plan.KernelKey.error_flags, the NumPy-level functions' variant), timed alternately on the same
+error flag word (kernel.Operation.error_flags, the NumPy-level functions' variant), timed alternately on the same
 buffers in one process.
 
     python bench/error_flags.py [--elements 16777216] [--dtypes ...] [--layouts packed broadcast-b transposed]

@@ -4,13 +4,13 @@ copy's and (--operators) the operators', beside gpuops' own.
     python bench/transpose_roof.py [--side 8192 ...] [--bits 8 16 32] [--tile-rows 32 64 128] [--iterations 20]
                                    [--repeats 1] [--operators sign modulus_floor modulus_truncate]
 
-Each kernel writes the transpose of a side x side row-major matrix into a row-major output, the way the TILES grid
-does (wgsl/tiles.wgsl) but for one layout only: a workgroup of 256 reads a tile of `tile-rows` input rows by 16
-words (whole u32 words, consecutive invocations consecutive words) into workgroup memory, then each invocation
-takes blocks of 32 / bits output rows by one output word: one word per input row out of the tile, transposed in
-registers, stored as whole words. No operator, no index arithmetic beyond the one layout, no edges (the side is a
-multiple of the tile). GB/s counts the bytes read and written, as `gpuops-bench targets` counts a layout case; the
-plain copy of the same bytes runs beside them, and PyTorch's `out.copy_(x.t())` where it can.
+Each kernel writes the transpose of a side x side row-major matrix into a row-major output, the way the TILES grid does
+(wgsl/loop/grids/tiles.wgsl) but for one layout only: a workgroup of 256 reads a tile of `tile-rows` input rows by 16
+words (whole u32 words, consecutive invocations consecutive words) into workgroup memory, then each invocation takes
+blocks of 32 / bits output rows by one output word: one word per input row out of the tile, transposed in registers,
+stored as whole words. No operator, no index arithmetic beyond the one layout, no edges (the side is a multiple of the
+tile). GB/s counts the bytes read and written, as `gpuops-bench targets` counts a layout case; the plain copy of the
+same bytes runs beside them, and PyTorch's `out.copy_(x.t())` where it can.
 
 --operators adds, per operator (`sign`, `modulus_floor`, `modulus_truncate`) and width (int8, float16, float32 for
 8, 16 and 32 bits), on the goals' data (`gpuops-bench targets`), what a transposing kernel of that operator can
@@ -38,7 +38,7 @@ from gpuops.bench.torch_compare import cuda_times, torch_cuda
 from gpuops.device import record_pass
 from gpuops.enums import DataType
 from gpuops.operators import spec_by_name
-from gpuops.shaders import COMMON_ENTRY_POINT
+from gpuops.shaders import prelude, shader_files, wgsl_file
 
 WORKGROUP = 256
 TILE_WORDS_ACROSS = 16  # words of each input row in a tile
@@ -100,8 +100,9 @@ def block_body(bits: int) -> str:
 
 
 # The operator kernel: the same tiles and blocks, one tile per input, appended to gpuops' own kernel text for the
-# operator and type (its entry point cut off) so that each output word is gpuops' exact word_results of the inputs'
-# words (wgsl/narrow.wgsl). Its bindings are its own; gpuops' declarations it does not use are not bound.
+# operator and type (its prelude, storage and operation, without the grid's work and entry point) so that each
+# output word is gpuops' exact word_results of the inputs' words (wgsl/loop/narrow.wgsl). Its bindings are its own;
+# gpuops' declarations it does not use are not bound.
 OPERATOR_SHADER = """
 @group(0) @binding(20) var<storage, read> roof_a: array<u32>;
 {b_binding}
@@ -136,8 +137,7 @@ fn main(@builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups
         roof_tile_a[roof_place(r) + w] = roof_a[at];
 {fill_b}
     }}
-    prepare_workgroup(lane);  // the kernel's division table, if it has one
-    workgroupBarrier();
+{prepare}    workgroupBarrier();
     for (var b = lane; b < ROOF_ACROSS * ROOF_BLOCK_ROWS; b += WORKGROUP_SIZE) {{
         let j = b % ROOF_BLOCK_ROWS;
         let w = b / ROOF_BLOCK_ROWS;
@@ -212,7 +212,11 @@ def operator_rows(device: gpuops.Device, timer: GpuTimer, operator: str, bits: i
         ns = timer.run(record, iterations=args.iterations, warmup=2, repeats=args.repeats).gpu_median_ns
         print(f"{label} {name:34s} exact={exact} {ns / 1000:8.1f} us {moved / ns:6.0f} GB/s", flush=True)
 
-    head = kernel.source[: kernel.source.rindex(COMMON_ENTRY_POINT)]
+    key = kernel.key
+    head = "\n".join([prelude(key)] + [wgsl_file(f) for f in shader_files(key)
+                                       if not f.startswith(("loop/grids/", "loop/main"))])
+    # The operation's table in workgroup memory, where it keeps one (the 8-bit division's).
+    prepare = "    prepare_workgroup(lane);\n" if key.operation.workgroup_file is not None else ""
     for rows in tile_rows:
         binary = len(inputs) == 2
         code = head + OPERATOR_SHADER.format(
@@ -220,7 +224,7 @@ def operator_rows(device: gpuops.Device, timer: GpuTimer, operator: str, bits: i
             b_binding="@group(0) @binding(21) var<storage, read> roof_b: array<u32>;" if binary else "",
             b_tile="var<workgroup> roof_tile_b: array<u32, ROOF_TILE_ROWS * ROOF_PITCH>;" if binary else "",
             fill_b="        roof_tile_b[roof_place(r) + w] = roof_b[at];" if binary else "",
-            block=operator_block_body(bits, len(inputs)))
+            prepare=prepare, block=operator_block_body(bits, len(inputs)))
         module = backends.create_shader_module(device.wgpu, wd, "operator transpose", code, device.runtime_checks)
         pipeline = wd.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
         entries = [{"binding": 20 + i, "resource": {"buffer": b}} for i, b in enumerate(sources)]
@@ -230,7 +234,7 @@ def operator_rows(device: gpuops.Device, timer: GpuTimer, operator: str, bits: i
         grid = (min(tiles, 65535), -(-tiles // 65535), 1)
         measure(f"minimal, tile {rows:3d} rows x {TILE_WORDS_ACROSS} words",
                 lambda encoder, writes, p=pipeline, g=bind_group, grid=grid: record_pass(encoder, writes, p, g, grid))
-    measure(f"gpuops ({kernel.key.grid.name} grid)", run_gpuops)
+    measure(f"gpuops ({key.loop.grid.name} grid)", run_gpuops)
     for b in (*sources, dst):
         b.destroy()
     if torch is not None:

@@ -9,7 +9,7 @@ as ufuncs do; empty results need no GPU work. The ufunc keywords are NumPy's (do
 signature= choose the loop and casting= the conversions allowed (numpy_types.resolve); out= takes any dtype casting=
 allows and a shape the inputs broadcast to, the result converted into it on the host where its bytes do not hold it
 as it is; order= lays out a new result. Floating-point errors are reported as the ufunc reports them (fperrors): the
-modulus kernels of a host result set a flag word (plan.KernelKey.error_flags) read back with the result, and the
+modulus kernels of a host result set a flag word (kernel.Operation.error_flags) read back with the result, and the
 host's conversions are captured.
 
 Arrays run in their own memory layout: a non-contiguous view becomes a strided tensor (its bytes are uploaded as
@@ -53,7 +53,6 @@ from .layout import coalesce
 from .numpy_types import Loop, convert, refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
 from .pool import FLAG_BYTES, STORAGE, ReadBack, fill_upload, pool_of, start_read_back, upload, uploads_mapped
-from .support import support_row
 from .tensor import TensorDesc, packed_strides
 
 MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a compiled operator and tuples
@@ -235,7 +234,7 @@ class _Call:
     kinds: tuple[str, ...]
     to_device: bool
     converts_out: bool  # a host out of a dtype whose bytes are not the kernel's: the result is cast into it
-    reports: bool  # the kernel sets NumPy's error flags (plan.KernelKey.error_flags): a host result's
+    reports: bool  # the kernel sets NumPy's error flags (kernel.Operation.error_flags): a host result's
     plan: _CallPlan | None
     streamed: bool = False  # a host call larger than a piece: run by _stream, in pieces (plan None)
 
@@ -548,8 +547,8 @@ def written_type(spec: OperatorSpec, level: FeatureLevel, loop: Loop, dtype: np.
     if loop.result == _BOOL:
         if dtype.kind not in "biu":
             return None
-        row = support_row(spec.name, level)
-        outputs = row.types[spec.output] if row else frozenset()
+        row = spec.support_row(level)
+        outputs = row.output_types if row else frozenset()
         return next((t for t in (DataType.UINT8, DataType.UINT32) if t.size == dtype.itemsize and t in outputs),
                     None)
     if dtype == loop.result or (dtype.kind in "iu" and loop.result.kind in "iu"
@@ -741,7 +740,7 @@ def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndar
                 else:
                     temporaries.append(buffer)
                 regions.append((buffer, 0, plan.out_size))
-            flags = None  # the kernel's error flag word (plan.KernelKey.error_flags): cleared in this submission
+            flags = None  # the kernel's error flag word (kernel.Operation.error_flags): cleared in this submission
             if call.reports:
                 with device.explained(spec.name, "allocating buffers"):
                     flags = pool.flag_word(device)

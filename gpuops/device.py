@@ -19,12 +19,13 @@ from .backends import (backend_name, backend_of, create_shader_module, load_back
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
-from .operators import OperatorSpec, spec_of
+from .kernel import KernelKey, Operation, operands_of
+from .operators import DeviceFacts, OperatorSpec, spec_of
 from . import shaders
 from .hostcopy import HostCopier
-from .pool import BufferPool, read_back
-from .plan import BoundRegion, DispatchPlan, DispatchPolicy, KernelKey, PlanLimits, operands_of, plan_dispatches
-from .shaders import READ, shader_source
+from .pool import FLAG_BYTES, BufferPool, read_back
+from .plan import BoundRegion, DispatchPlan, DispatchPolicy, PlanLimits, plan_dispatches
+from .shaders import READ, shader_source, wgsl_file
 from .tensor import TensorDesc
 from .validation import validate, validate_bindings
 from .wgpu_internals import Pending, host_access
@@ -329,7 +330,7 @@ class Device:
             pipelines = self._pipelines
             found = pipelines.get(key)
             if found is None:
-                with self.explained(key.shader, "compiling the kernel"):
+                with self.explained(key.label, "compiling the kernel"):
                     found = pipelines[key] = self._create_pipeline(key)
                 while len(pipelines) > PIPELINE_CACHE_SIZE:
                     pipelines.popitem(last=False)
@@ -337,16 +338,15 @@ class Device:
                 pipelines.move_to_end(key)
             return found
 
-    def plan_limits(self, spec: OperatorSpec, input_type) -> PlanLimits:
-        """The limits and facts the planner works with: the adapter's, unless the policy lowers them."""
+    def plan_limits(self) -> PlanLimits:
+        """The limits the planner works with: the adapter's, unless the policy lowers them."""
         policy = self.policy
         return PlanLimits(
             binding_size=policy.binding_size_limit or self.limits["max-storage-buffer-binding-size"],
             storage_offset_alignment=self.storage_offset_alignment,
             workgroups_per_dimension=(policy.max_workgroups_per_dimension
                                       or self.limits["max-compute-workgroups-per-dimension"]),
-            workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation,
-            pack_rounds_to_nearest=spec.type_policy(input_type).pack_rounding and self.probe_pack_rounding())
+            workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation)
 
     def probe_pack_rounding(self) -> bool:
         """Whether pack2x16float rounds as NumPy does: the policy's answer, else probed once on the device."""
@@ -361,18 +361,15 @@ class Device:
         device, api = self.wgpu_device, self.wgpu
         source = shader_source(key)
         shaders.dump_shader(key, source)
-        module = create_shader_module(api, device, key.shader, source, self.runtime_checks)
+        module = create_shader_module(api, device, key.label, source, self.runtime_checks)
         entries = [{"binding": 0, "visibility": api.ShaderStage.COMPUTE,
                     "buffer": {"type": api.BufferBindingType.uniform}}]
         for binding, _, access, _ in shaders.bindings(key):
             kind = api.BufferBindingType.read_only_storage if access == READ else api.BufferBindingType.storage
             entries.append({"binding": binding, "visibility": api.ShaderStage.COMPUTE, "buffer": {"type": kind}})
-        if key.error_flags:
-            entries.append({"binding": shaders.error_flags_binding(key), "visibility": api.ShaderStage.COMPUTE,
-                            "buffer": {"type": api.BufferBindingType.storage}})
         layout = device.create_bind_group_layout(entries=entries)
         pipeline = device.create_compute_pipeline(
-            label=key.shader, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
+            label=key.label, layout=device.create_pipeline_layout(bind_group_layouts=[layout]),
             compute={"module": module, "entry_point": "main"})
         return pipeline, layout
 
@@ -388,24 +385,11 @@ def _pack_probe_values() -> np.ndarray:
     return np.concatenate([base + 0x1000, base + 0x0e00, base + 0x1200]).view(np.float32)
 
 
-_PACK_PROBE_SHADER = """
-@group(0) @binding(0) var<storage, read> values: array<vec2<f32>>;
-@group(0) @binding(1) var<storage, read_write> packed: array<u32>;
-
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>) {
-    if (id.x < arrayLength(&packed)) {
-        packed[id.x] = pack2x16float(values[id.x]);
-    }
-}
-"""
-
-
 def _probe_pack_rounding(gpuops_device: Device) -> bool:
     """Whether the device's pack2x16float rounds float32 values between two float16 normals to the nearer, ties to
     the even one, as NumPy's conversion does. WGSL lets it round either way; float16 MODULUS_FLOOR rounds its
-    results on their bits first where it does not (KernelKey.pack_rounds_to_nearest). The values come from a
-    buffer, so that no compiler can fold the conversions."""
+    results on their bits first where it does not (DeviceFacts.pack_rounds_to_nearest). The values come from a
+    buffer, so that no compiler can fold the conversions (wgsl/probes/pack_rounding.wgsl)."""
     values = _pack_probe_values()
     pairs = values.size // 2
     usage = gpuops_device.wgpu.BufferUsage
@@ -414,7 +398,7 @@ def _probe_pack_rounding(gpuops_device: Device) -> bool:
     with gpuops_device._lock, gpuops_device.explained(what, "preparing"):
         source = device.create_buffer_with_data(data=values.tobytes(), usage=usage.STORAGE)
         result = device.create_buffer(size=pairs * 4, usage=usage.STORAGE | usage.COPY_SRC)
-        module = device.create_shader_module(code=_PACK_PROBE_SHADER)
+        module = device.create_shader_module(code=wgsl_file("probes/pack_rounding.wgsl"))
         pipeline = device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
         bind_group = device.create_bind_group(layout=pipeline.get_bind_group_layout(0), entries=[
             {"binding": 0, "resource": {"buffer": source}}, {"binding": 1, "resource": {"buffer": result}}])
@@ -483,7 +467,7 @@ class CompiledOperator:
     def bind_with_error_flags(self, bindings: Mapping[str, Binding], flags: Binding, *,
                               element_offsets: bool = False) -> BindingTable:
         """bind(), with kernels that also OR NumPy's floating-point error flag into the u32 word at `flags` (4 bytes
-        at a multiple of the adapter's storage offset alignment; plan.KernelKey.error_flags), for an operator whose
+        at a multiple of the adapter's storage offset alignment; kernel.Operation.error_flags), for an operator whose
         row has error_flags. For the NumPy-level functions, which clear the word and read it back with the result:
         not part of DirectML's API."""
         with self.device._lock:
@@ -605,27 +589,47 @@ class CompiledOperator:
             return None
         return tuple(key)
 
-    def dispatch_plans(self, bindings: Mapping[str, Binding]) -> tuple[DispatchPlan, ...]:
-        """The kernels that would run for these bindings (validated first): keys, grids, windows, uniforms. Pure
-        planning: nothing is created on the device (but the pack2x16float probe, once, where a kernel needs it)."""
+    def dispatch_plans(self, bindings: Mapping[str, Binding], *, error_flags: bool = False
+                       ) -> tuple[DispatchPlan, ...]:
+        """The kernels that would run for these bindings (validated first): keys, grids, windows, uniforms; with
+        `error_flags`, those of bind_with_error_flags. Pure planning: nothing is created on the device (but the
+        pack2x16float probe, once, where a kernel needs it)."""
         validate_bindings(self.spec, self.desc, bindings, self.device)
-        return self._dispatch_plans(bindings)
+        return self._dispatch_plans(bindings, error_flags)
 
-    def kernels(self, bindings: Mapping[str, Binding]) -> tuple[shaders.Kernel, ...]:
-        """The exact kernels these bindings would run, in order: each one's key, grid and full WGSL text (whose
-        head names every key field). Nothing is compiled or dispatched."""
+    def kernels(self, bindings: Mapping[str, Binding], *, error_flags: bool = False) -> tuple[shaders.Kernel, ...]:
+        """The exact kernels these bindings would run, in order (with `error_flags`, bind_with_error_flags'): each
+        one's key, grid and full WGSL text (whose head names every key field). Nothing is compiled or dispatched."""
         return tuple(shaders.Kernel(plan.key, plan.grid_size, shader_source(plan.key))
-                     for plan in self.dispatch_plans(bindings))
+                     for plan in self.dispatch_plans(bindings, error_flags=error_flags))
+
+    @functools.cached_property
+    def operation(self) -> Operation:
+        """The operator part of this operator's kernels: from its row, its description and, where the kernels
+        depend on one, the device's probed facts."""
+        return self._operation(error_flags=False)
+
+    @functools.cached_property
+    def reporting_operation(self) -> Operation:
+        """The operation of the kernels bind_with_error_flags runs: `operation`, also reporting NumPy's
+        floating-point errors into a flag word (Operation.error_flags)."""
+        return self._operation(error_flags=True)
+
+    def _operation(self, error_flags: bool) -> Operation:
+        input_type = self.tensors[0].data_type
+        probed = self.spec.type_policy(input_type).pack_rounding and self.device.probe_pack_rounding()
+        return self.spec.operation(self.desc, DeviceFacts(pack_rounds_to_nearest=probed), error_flags)
 
     def _dispatch_plans(self, bindings: Mapping[str, Binding], error_flags: bool = False
                         ) -> tuple[DispatchPlan, ...]:
         ordered = [bindings[name] for name in self.tensor_fields]
         regions = tuple(BoundRegion(id(b.buffer), b.buffer.size, b.offset) for b in ordered)
-        limits = self.device.plan_limits(self.spec, self.tensors[0].data_type)
-        return plan_dispatches(self.spec, self.desc, self.tensors, regions, limits, error_flags)
+        request = self.spec.loop_request(self.tensors[0].data_type)
+        operation = self.reporting_operation if error_flags else self.operation
+        return plan_dispatches(operation, request, self.tensors, regions, self.device.plan_limits())
 
     def _make_plan(self, bindings: Mapping[str, Binding], flags: Binding | None = None) -> tuple[_Dispatch, ...]:
-        by_operand = dict(zip(operands_of(self.spec), (bindings[name] for name in self.tensor_fields)))
+        by_operand = dict(zip(operands_of(len(self.spec.inputs)), (bindings[name] for name in self.tensor_fields)))
         return tuple(self._dispatch(plan, by_operand, flags)
                      for plan in self._dispatch_plans(bindings, error_flags=flags is not None))
 
@@ -638,6 +642,10 @@ class CompiledOperator:
                                                              usage=device.wgpu.BufferUsage.UNIFORM)
         entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
         for binding_index, name, access, operand in shaders.bindings(key):
+            if operand is None:  # the operation's flag word (Operation.error_flags)
+                entries.append({"binding": binding_index,
+                                "resource": {"buffer": flags.buffer, "offset": flags.offset, "size": FLAG_BYTES}})
+                continue
             window = plan.windows[operand]
             buffer, offset, size = by_operand[operand].buffer, window.offset, window.size
             if name.endswith("_chunks"):
@@ -645,9 +653,6 @@ class CompiledOperator:
                 if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
                     buffer, offset, size = device.placeholder(access), 0, 16
             entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
-        if key.error_flags:
-            entries.append({"binding": shaders.error_flags_binding(key),
-                            "resource": {"buffer": flags.buffer, "offset": flags.offset, "size": 4}})
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
         return _Dispatch(pipeline, bind_group, plan.grid_size, uniform_buffer)
 

@@ -22,7 +22,6 @@ from . import fperrors
 from .enums import DataType, FeatureLevel, in_listing_order
 from .errors import CastingError, ValidationError
 from .operators import OperatorSpec
-from .support import support_row
 
 _WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
 
@@ -175,8 +174,8 @@ def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: 
             from None
     compute, result = loop[0], loop[-1]
     data_type = DataType.from_numpy(compute)
-    row = support_row(spec.name, level)
-    allowed = row.types[spec.inputs[0]] if row else frozenset()
+    row = spec.support_row(level)
+    allowed = row.input_types if row else frozenset()
     if data_type is None or data_type not in allowed:
         names_allowed = ", ".join(t.numpy_dtype.name for t in in_listing_order(allowed)) or \
             "none (the operator does not exist at that level)"

@@ -1,4 +1,4 @@
-"""Planning: from an operator's description and where its tensors are bound to the kernels that run it.
+"""Planning: from an operation and where its tensors are bound to the kernels that run it.
 
 `plan_dispatches` is one pure step (no wgpu object is touched): the iteration space is cut into boxes that fit
 the adapter's binding limit, and for each box, in this order and each decided once:
@@ -10,155 +10,29 @@ the adapter's binding limit, and for each box, in this order and each decided on
    preference, gets the store that suits it and the unit (elements per unit of work) that grid and store give;
    the first candidate whose conditions hold with that final unit is taken (TILES, for an input read across the
    output's rows, also orders the dimensions its own way: `TilePlane`);
-4. the KernelKey, built once from those values.
+4. the Loop, built once from those values: with the operation, the kernel's key (gpuops/kernel.py).
 
-Operands are numbered as the shaders number them everywhere: A = 0, B = 1, OUT = 2 (a one-input operator has
-no B). `gpuops.footprint` models, from a plan alone, which bytes its kernels read and write.
+The planner reads of the operation only its types, whether it keeps workgroup memory, and the LoopRequest beside
+it: never an operator's row. tests/footprint.py models, from a plan alone, which bytes its kernels read and write.
 """
 
 from __future__ import annotations
 
-import enum
 import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .enums import DataType
+from .kernel import (Form, Grid, KernelKey, Loop, LoopRequest, Operand, Operation, OutputBinding, OutputStore,
+                     Placement, TileShape, operands_of, row_group_of, tile_shape, unit_of)
 from .layout import Iteration, Window, coalesce, span_in_bytes, split_boxes, units_aligned, units_own_their_words, \
     window_for
 from .tensor import TensorDesc
 
-if TYPE_CHECKING:
-    from .operators import OperatorSpec
-
-
-class Operand(enum.IntEnum):
-    """An operand's index in every per-operand tuple and in the shaders (OPERAND_A, OPERAND_B, OPERAND_OUT)."""
-
-    A = 0
-    B = 1
-    OUT = 2
-
-
-class Placement(enum.Enum):
-    """Where an input is bound."""
-
-    SEPARATE = "separate"  # its own buffer region: read-only views as 16-byte chunks and as u32 words
-    CHUNKS = "chunks"  # its own region of whole chunks, read in chunks: one read-only chunk view
-    VIA_OUTPUT = "via_output"  # the output's buffer, near it (or in place): read through the output's one binding
-    SHARED = "shared"  # the output's buffer, too far to share its binding: its own read-write u32 view
-
-
-class Form(enum.Enum):
-    """How an operand's units lie in memory."""
-
-    LINEAR = "linear"  # element k of the iteration at base + k, base 16-byte aligned: units are whole chunks
-    CHUNK_ROWS = "chunk_rows"  # innermost stride 1, rows of whole units, every row's start aligned to the unit
-    STRIDED = "strided"  # anything else: a unit is moved whole where it happens to be, else element by element
-    TILED = "tiled"  # (TILES grid) an input read across the output's rows: through a tile in workgroup memory
-
-
-class OutputBinding(enum.Enum):
-    """How the output's one binding is declared."""
-
-    CHUNKS = "chunks"  # vec4<u32>: the bound window is whole 16-byte chunks inside the buffer
-    WORDS = "words"  # u32 (atomic<u32> for OutputStore.SCATTER_ATOMIC)
-
-
-class Grid(enum.Enum):
-    """How workgroups are laid over the iteration space (wgsl/common.wgsl)."""
-
-    FLAT = "flat"  # consecutive units, found by dividing their index by the sizes
-    ROWS = "rows"  # x: blocks of one innermost row, y/z: rows; a unit's offsets are its row's plus a step
-    REPLICATED_ROWS = "replicated_rows"  # ROWS where every input is the same on every row: computed once, stored
-    # to REPLICATED_ROW_GROUP rows
-    DIVISOR_ROWS = "divisor_rows"  # ROWS where b alone is the same on every row: b loaded once for a group of rows,
-    # whose dividends are all loaded before any is divided (wgsl/binary.wgsl)
-    DIVISOR_ROWS_LOOPED = "divisor_rows_looped"  # DIVISOR_ROWS with the group's rows divided in a loop
-    TILES = "tiles"  # an input whose fastest dimension is not the output's: workgroups take tiles of the plane of
-    # the two, read along the input's rows into workgroup memory and written along the output's (wgsl/tiles.wgsl)
-
-    @property
-    def rows(self) -> bool:
-        return self not in (Grid.FLAT, Grid.TILES)
-
-
-class OutputStore(enum.Enum):
-    """How a unit's results reach the output (wgsl/narrow.wgsl: store_unit; wgsl/wide.wgsl)."""
-
-    UNITS = "units"  # every unit is whole chunks (or one word) of its own: plain stores
-    STEPPED = "stepped"  # innermost stride 2, every unit's span one aligned chunk or two words of its own: the span
-    # read and written once, the elements between keeping their values
-    SCATTER_WORDS = "scatter_words"  # element by element into words no other unit writes (32/64-bit elements, or
-    # 8/16-bit ones whose words each hold one unit's elements): plain read-modify-write
-    SCATTER_CHUNKS = "scatter_chunks"  # as SCATTER_WORDS, and no other unit has elements in the unit's chunks:
-    # each chunk read and written once
-    SCATTER_ATOMIC = "scatter_atomic"  # 8/16-bit elements whose words other units write too: atomic lane updates
-
-
-REPLICATED_ROW_GROUP = 4  # rows a REPLICATED_ROWS invocation stores its unit to
-DIVISOR_ROW_GROUP = 4  # rows of a DIVISOR_ROWS group (wgsl/binary.wgsl's run_divisor_rows is written for four)
 DEFAULT_WORKGROUP_SIZE = 256
 MANY_UNITS_PER_INVOCATION = 4
-
-# Output width / input width -> (file in wgsl/units/, a unit's output bytes, in REPLICATED_ROWS). A unit is one
-# 16-byte chunk of output, so that a warp's stores are contiguous; for float32 -> uint8 it is one input chunk (one
-# output word) so that its loads are, except in replicated rows, where its results are stored to several rows and
-# a whole output chunk per store pays.
-UNIT_SHAPES: dict[float, tuple[str, int, int]] = {
-    1: ("same_width.wgsl", 16, 16),
-    0.5: ("half_width_out.wgsl", 16, 16),
-    0.25: ("quarter_width_out.wgsl", 4, 16),
-    2: ("double_width_out.wgsl", 16, 16),
-}
-
-
-# A TILES tile holds about this many u32 words of each tiled input (4 KiB): two tiles and the 8-bit division table
-# stay well under 16 KiB of workgroup memory.
-TILE_WORDS = 1024
-
-
-@dataclass(frozen=True)
-class TileShape:
-    """The tile of a TILES kernel: `groups` groups of `unit` consecutive elements along the output's rows (each
-    group whole output words) by `column_slots` slots (u32 words; 64-bit: elements) along the tiled input's rows."""
-
-    unit: int  # elements per group: whole input words and whole output words
-    groups: int  # groups across a tile: one invocation each, consecutive invocations consecutive groups
-    column_slots: int  # slots a tile column holds, read by consecutive invocations
-    slot_elements: int  # elements per slot
-
-    @property
-    def width(self) -> int:
-        """Elements along the output's rows."""
-        return self.groups * self.unit
-
-    @property
-    def depth(self) -> int:
-        """Elements along the tiled input's rows."""
-        return self.column_slots * self.slot_elements
-
-    @property
-    def slots(self) -> int:
-        """Workgroup memory slots per tiled input: every column has one slot more (wgsl/tiles.wgsl)."""
-        return self.width * (self.column_slots + 1)
-
-
-def tile_shape(input_type: DataType, output_type: DataType, workgroup_size: int) -> TileShape:
-    """About TILE_WORDS words of input per tile: 32-bit elements 32 x 32 (128-byte reads and writes), others 64 or
-    128 bytes of each input column, then as many output columns as fill the tile (8-bit: 64 x 64). With workgroups
-    smaller than a warp (tests), as many groups and slots as invocations."""
-    if input_type.size == 8:
-        unit, slot_elements, slot_words = 1, 1, 2
-    else:
-        slot_elements, slot_words = 4 // input_type.size, 1
-        unit = max(slot_elements, 4 // output_type.size)
-    column_slots = 32 if unit == 1 and slot_words == 1 else 16
-    groups = TILE_WORDS // (column_slots * slot_words) // unit
-    return TileShape(unit, min(groups, workgroup_size), min(column_slots, workgroup_size), slot_elements)
 
 
 @dataclass(frozen=True)
@@ -188,14 +62,13 @@ class DispatchPolicy:
 
 @dataclass(frozen=True)
 class PlanLimits:
-    """What the planner needs to know of the device: its limits, and the facts probed on it."""
+    """What the planner needs to know of the device: its limits, and the policy's knobs."""
 
     binding_size: int
     storage_offset_alignment: int
     workgroups_per_dimension: int
     workgroup_size: int = DEFAULT_WORKGROUP_SIZE
     units_per_invocation: int | None = None
-    pack_rounds_to_nearest: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,69 +81,8 @@ class BoundRegion:
 
 
 @dataclass(frozen=True)
-class KernelKey:
-    """Everything a kernel's shader text depends on, each field decided once by the planner."""
-
-    operator: str  # the operator row's name, e.g. "ELEMENT_WISE_SIGN"
-    shader: str  # its file in wgsl/ops/
-    input_type: DataType
-    output_type: DataType
-    rank: int  # dimensions of the coalesced iteration space, 1..8
-    forms: tuple[Form | None, Form | None, Form]  # per operand A, B, OUT (None: no such operand)
-    placements: tuple[Placement, ...]  # per input
-    output_binding: OutputBinding
-    grid: Grid
-    output_store: OutputStore
-    unit: int  # elements per unit of work
-    row_group: int  # rows an invocation takes (ROWS grids)
-    workgroup_size: int
-    units_per_invocation: int
-    signed_remainder: str | None  # wgsl/lib file giving signed remainders (dividing signed 8-32-bit types)
-    divider: str | None  # wgsl/lib file giving magnitude remainders (dividing 8-32-bit integer types)
-    constants: tuple[tuple[str, int], ...] = ()  # operator constants, e.g. (("INFINITY_MODE", 1),)
-    pack_rounds_to_nearest: bool = False  # float16 results rounded by pack2x16float as NumPy rounds them
-    tile_loops: bool = False  # TILES: more tiles than workgroups along a grid dimension; workgroups take several
-    # The kernel ORs NumPy's floating-point error flag into a word bound after the output (wgsl/lib/error_flags.wgsl):
-    # asked for by the NumPy-level functions, for operators whose row has error_flags; never at the DirectML level.
-    error_flags: bool = False
-
-    @property
-    def input_count(self) -> int:
-        return len(self.placements)
-
-    @property
-    def wide(self) -> bool:
-        """64-bit element types: every operand has the same 8-byte type."""
-        return self.input_type.size == 8
-
-    @property
-    def atomic_output(self) -> bool:
-        return self.output_store is OutputStore.SCATTER_ATOMIC
-
-    @property
-    def unit_file(self) -> str:
-        return UNIT_SHAPES[self.output_type.size / self.input_type.size][0]
-
-    def linear(self, operand: Operand) -> bool:
-        """The shader's *_LINEAR constant (an absent B counts as linear: it never stops ALL_LINEAR)."""
-        return self.forms[operand] in (None, Form.LINEAR)
-
-    def describe(self) -> str:
-        """One line per field: the head of every shader (and of a dump)."""
-        lines = []
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, enum.Enum):
-                value = value.name
-            elif isinstance(value, tuple):
-                value = tuple(v.name if isinstance(v, enum.Enum) else v for v in value)
-            lines.append(f"{name} = {value}")
-        return "\n".join(lines)
-
-
-@dataclass(frozen=True)
 class Uniforms:
-    """The Params struct of wgsl/common.wgsl: what varies per dispatch and not per shader text."""
+    """The Params struct of wgsl/loop/params.wgsl: what varies per dispatch and not per shader text."""
 
     sizes: tuple[int, ...]
     strides: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]  # per operand A, B, OUT (zeros when absent)
@@ -301,22 +113,14 @@ class DispatchPlan:
     uniforms: Uniforms
 
 
-def operands_of(spec: OperatorSpec) -> tuple[Operand, ...]:
-    """The operands of an operator, in the order of spec.tensor_fields."""
-    return (Operand.A, Operand.B, Operand.OUT) if len(spec.inputs) == 2 else (Operand.A, Operand.OUT)
-
-
-def plan_dispatches(spec: OperatorSpec, desc: object, tensors: tuple[TensorDesc, ...],
-                    regions: tuple[BoundRegion, ...], limits: PlanLimits, error_flags: bool = False
-                    ) -> tuple[DispatchPlan, ...]:
-    """The dispatches that run `desc` with its tensors bound at `regions` (both in spec.tensor_fields' order);
-    `error_flags`: kernels that also report NumPy's floating-point errors (KernelKey.error_flags)."""
-    if error_flags and not spec.error_flags:
-        raise ValueError(f"DML_OPERATOR_{spec.name} reports no floating-point errors (OperatorSpec.error_flags)")
-    operands = operands_of(spec)
+def plan_dispatches(operation: Operation, request: LoopRequest, tensors: tuple[TensorDesc, ...],
+                    regions: tuple[BoundRegion, ...], limits: PlanLimits) -> tuple[DispatchPlan, ...]:
+    """The dispatches that run `operation` (with what it asks of the loop, `request`) on `tensors` bound at
+    `regions`, both in the operator's tensor order (inputs, then the output)."""
+    operands = operands_of(len(tensors) - 1)
     element_sizes = {op: t.data_type.size for op, t in zip(operands, tensors)}
     region = dict(zip(operands, regions))
-    input_type, output_type = tensors[0].data_type, tensors[-1].data_type
+    input_type, output_type = operation.input_type, operation.output_type
     iteration = coalesce(tensors[0].sizes, [t.element_strides for t in tensors])
     # Room for the windows' alignment slack: every bound window stays within the adapter's limit.
     limit = limits.binding_size - limits.storage_offset_alignment - 16
@@ -343,9 +147,9 @@ def plan_dispatches(spec: OperatorSpec, desc: object, tensors: tuple[TensorDesc,
                         and windows[op].offset + whole <= region[op].buffer_size):
                     windows[op] = Window(windows[op].offset, whole, windows[op].base_element)
                     placements[op] = Placement.CHUNKS
-        shape = _Shape(spec, input_type, output_type, it, operands, strides, windows, linear, placements,
-                       output_binding, limits, error_flags)
-        key, grid_size, it = shape.key_and_grid(desc)
+        shape = _Shape(operation, request, it, operands, strides, windows, linear, placements, output_binding,
+                       limits)
+        key, grid_size, it = shape.key_and_grid()
         strides = dict(zip(operands, it.strides))
         uniforms = Uniforms(
             sizes=it.sizes,
@@ -393,9 +197,8 @@ def _windows(inputs, region, starts, spans, element_sizes, shares_output, limits
 class _Shape:
     """One box's layout facts, from which the grid, the output store, the unit and the key follow."""
 
-    spec: OperatorSpec
-    input_type: DataType
-    output_type: DataType
+    operation: Operation
+    request: LoopRequest
     it: Iteration
     operands: tuple[Operand, ...]
     strides: dict
@@ -404,7 +207,14 @@ class _Shape:
     placements: dict
     output_binding: OutputBinding
     limits: PlanLimits
-    error_flags: bool = False
+
+    @property
+    def input_type(self) -> DataType:
+        return self.operation.input_type
+
+    @property
+    def output_type(self) -> DataType:
+        return self.operation.output_type
 
     @property
     def separate(self) -> bool:
@@ -415,39 +225,34 @@ class _Shape:
         """The operand's index in the Iteration's strides."""
         return self.operands.index(op)
 
-    def key_and_grid(self, desc: object) -> tuple[KernelKey, tuple[int, int, int], Iteration]:
+    def key_and_grid(self) -> tuple[KernelKey, tuple[int, int, int], Iteration]:
         """The key, the grid of workgroups and the iteration (in the order the kernel's uniforms give it)."""
         for grid in self.grid_candidates():
             if grid is Grid.TILES:
-                found = self.tiles_key_and_grid(desc)
+                found = self.tiles_key_and_grid()
                 if found is not None:
                     return found
                 continue
-            store, unit = self.output_store(grid)
+            store = self.output_store(grid)
+            unit = unit_of(self.input_type, self.output_type, grid, store)
             forms = self.forms(unit)
             if store is not OutputStore.STEPPED and forms[Operand.OUT] is not Form.STRIDED:
                 store = OutputStore.UNITS
-            row_group = self.row_group(grid)
             upi = self.limits.units_per_invocation or self.tuned_units_per_invocation(grid, unit)
-            grid_size = self.grid_size(grid, unit, row_group, upi)
+            grid_size = self.grid_size(grid, unit, upi)
             if grid_size is None:
                 continue
-            return self.key(desc, grid, forms, store, unit, row_group, upi), grid_size, self.it
+            return self.key(grid, forms, store, upi), grid_size, self.it
         raise AssertionError("the flat grid always fits")  # pragma: no cover
 
-    def key(self, desc: object, grid: Grid, forms: tuple[Form | None, Form | None, Form], store: OutputStore,
-            unit: int, row_group: int, upi: int, tile_loops: bool = False) -> KernelKey:
-        policy = self.spec.type_policy(self.input_type)
-        return KernelKey(
-            operator=self.spec.name, shader=self.spec.shader, input_type=self.input_type,
-            output_type=self.output_type, rank=self.it.rank, forms=forms,
-            placements=tuple(self.placements[op] for op in self.operands[:-1]),
-            output_binding=self.output_binding, grid=grid, output_store=store, unit=unit, row_group=row_group,
-            workgroup_size=self.limits.workgroup_size, units_per_invocation=upi,
-            signed_remainder=self.signed_remainder(), divider=self.divider(),
-            constants=tuple(sorted(self.spec.shader_constants(desc).items())),
-            pack_rounds_to_nearest=policy.pack_rounding and self.limits.pack_rounds_to_nearest,
-            tile_loops=tile_loops, error_flags=self.error_flags)
+    def key(self, grid: Grid, forms: tuple[Form | None, Form | None, Form], store: OutputStore, upi: int,
+            tile_loops: bool = False) -> KernelKey:
+        # An atomic output is declared as words whatever its window allows.
+        binding = OutputBinding.WORDS if store is OutputStore.SCATTER_ATOMIC else self.output_binding
+        loop = Loop(rank=self.it.rank, forms=forms, placements=tuple(self.placements[op] for op in self.operands[:-1]),
+                    output_binding=binding, grid=grid, output_store=store, workgroup_size=self.limits.workgroup_size,
+                    units_per_invocation=upi, tile_loops=tile_loops)
+        return KernelKey(self.operation, loop)
 
     # -- the TILES grid --------------------------------------------------------------------------------------------
 
@@ -474,9 +279,9 @@ class _Shape:
             return None
         return TilePlane(plane, tuple(op for op in across if self.strides[op][fast] == 1), shape)
 
-    def tiles_key_and_grid(self, desc: object) -> tuple[KernelKey, tuple[int, int, int], Iteration] | None:
+    def tiles_key_and_grid(self) -> tuple[KernelKey, tuple[int, int, int], Iteration] | None:
         """A TILES kernel's key, grid and iteration, or None where the layout does not suit one. The grid is one
-        workgroup per tile: x tile columns, y tile rows, z planes (wgsl/tiles.wgsl: main), each dimension capped
+        workgroup per tile: x tile columns, y tile rows, z planes (wgsl/loop/grids/tiles.wgsl), each dimension capped
         at the adapter's limit, past which workgroups take several tiles (`tile_loops`). Its output stores are
         plain where every output row starts on a word (the last, partial word of a row has no other element);
         8/16-bit outputs in rows of other pitches share words between rows and tiles, stored with atomics."""
@@ -495,7 +300,7 @@ class _Shape:
         forms: list[Form | None] = [None, None, Form.STRIDED]
         for op in self.operands[:-1]:
             forms[op] = Form.TILED if op in plane.tiled else Form.STRIDED
-        key = self.key(desc, Grid.TILES, tuple(forms), store, shape.unit, 1, 1, tile_loops=grid != tiles)
+        key = self.key(Grid.TILES, tuple(forms), store, 1, tile_loops=grid != tiles)
         return key, grid, it
 
     # -- the grid ------------------------------------------------------------------------------------------------
@@ -510,72 +315,62 @@ class _Shape:
         candidates = [Grid.TILES] if self.tile_plane is not None else []
         if self.separate:
             same = [not any(self.strides[op][:-1]) for op in self.operands[:-1]]
-            divisor_rows = self.spec.type_policy(self.input_type).divisor_rows
+            divisor_rows = self.request.divisor_rows
             if all(same):
                 candidates.append(Grid.REPLICATED_ROWS)
             elif same == [False, True] and divisor_rows is not None:
                 candidates.append(divisor_rows)
         return candidates + [Grid.ROWS, Grid.FLAT]
 
-    def row_group(self, grid: Grid) -> int:
-        return {Grid.FLAT: 1, Grid.ROWS: 1, Grid.REPLICATED_ROWS: REPLICATED_ROW_GROUP}.get(grid, DIVISOR_ROW_GROUP)
-
-    def grid_size(self, grid: Grid, unit: int, row_group: int, upi: int) -> tuple[int, int, int] | None:
+    def grid_size(self, grid: Grid, unit: int, upi: int) -> tuple[int, int, int] | None:
         per_dimension = self.limits.workgroups_per_dimension
         workgroup = self.limits.workgroup_size
         if grid is Grid.FLAT:
             units = -(-math.prod(self.it.sizes) // unit)
             return flat_grid(-(-units // (workgroup * upi)), per_dimension)
-        return rows_grid(self.it.sizes, unit, row_group, workgroup, upi, per_dimension)
+        return rows_grid(self.it.sizes, unit, row_group_of(grid), workgroup, upi, per_dimension)
 
     def tuned_units_per_invocation(self, grid: Grid, unit: int) -> int:
         """Units each invocation runs: one where nothing is amortised over several (a flat grid with a strided
         operand, whose units each find their own coordinates; a linear kernel whose unit is a whole output chunk,
         so the dispatch has the most workgroups; grouped rows, whose invocation stores to several rows); four where
-        an invocation has work to amortise (a ROWS kernel's row offsets, the 8-bit division table's fill, float32 ->
-        uint8's one-word units, and the types whose policy asks for more in linear kernels)."""
+        an invocation has work to amortise (a ROWS kernel's row offsets, the fill of an operation's table in
+        workgroup memory, float32 -> uint8's one-word units), or as many as the operation asks for in linear
+        kernels."""
         if grid.rows:
             return MANY_UNITS_PER_INVOCATION if grid is Grid.ROWS else 1
         if not all(self.linear.values()):
             return 1
         chunk_units = unit * self.output_type.size == 16
-        asked = self.spec.type_policy(self.input_type).linear_units_per_invocation
-        if chunk_units and not self.reciprocal_table() and asked is None:
+        asked = self.request.linear_units_per_invocation
+        if chunk_units and self.operation.workgroup_file is None and asked is None:
             return 1
         return asked or MANY_UNITS_PER_INVOCATION
 
-    # -- the unit and the output store ------------------------------------------------------------------------------
+    # -- the output store -------------------------------------------------------------------------------------------
 
-    def base_unit(self, grid: Grid) -> int:
-        """Elements per unit before any stepping: 2 for 64-bit types, else UNIT_SHAPES' bytes over the output's
-        element size."""
-        if self.input_type.size == 8:
-            return 2
-        _, unit_bytes, replicated_bytes = UNIT_SHAPES[self.output_type.size / self.input_type.size]
-        return (replicated_bytes if grid is Grid.REPLICATED_ROWS else unit_bytes) // self.output_type.size
-
-    def output_store(self, grid: Grid) -> tuple[OutputStore, int]:
-        """The store for a strided output on this grid, and the unit it gives (a stepped output's units are half as
-        many elements where a unit is a whole chunk, so that its elements and those between span one chunk).
-        The caller replaces it by UNITS where the output's units turn out whole."""
-        unit = self.base_unit(grid)
+    def output_store(self, grid: Grid) -> OutputStore:
+        """The store for a strided output on this grid, whose unit (kernel.unit_of) it decides: a stepped output's
+        units are half as many elements where a unit is a whole chunk, so that its elements and those between span
+        one chunk. The caller replaces it by UNITS where the output's units turn out whole."""
         out = self.position(Operand.OUT)
         size = self.output_type.size
         if size >= 4:
-            return OutputStore.SCATTER_WORDS, unit  # every element has words of its own
+            return OutputStore.SCATTER_WORDS  # every element has words of its own
         base = self.windows[Operand.OUT].base_element
         if self.separate and self.output_binding is OutputBinding.CHUNKS and not self.linear[Operand.OUT] \
                 and self.it.strides[out][-1] == 2:
-            stepped = unit // 2 if unit * size == 16 else unit
+            stepped = unit_of(self.input_type, self.output_type, grid, OutputStore.STEPPED)
             span_chunk = stepped * size * 2 == 16
             if units_aligned(self.it, out, base, stepped, (16 if span_chunk else 4) // size):
-                return OutputStore.STEPPED, stepped
+                return OutputStore.STEPPED
+        unit = unit_of(self.input_type, self.output_type, grid, OutputStore.SCATTER_WORDS)
         if self.separate and units_own_their_words(self.it, out, base, size, unit):
             if self.output_binding is OutputBinding.CHUNKS and units_own_their_words(
                     self.it, out, base, size, unit, word_bytes=16):
-                return OutputStore.SCATTER_CHUNKS, unit
-            return OutputStore.SCATTER_WORDS, unit
-        return OutputStore.SCATTER_ATOMIC, unit
+                return OutputStore.SCATTER_CHUNKS
+            return OutputStore.SCATTER_WORDS
+        return OutputStore.SCATTER_ATOMIC
 
     def forms(self, unit: int) -> tuple[Form | None, Form | None, Form]:
         forms: list[Form | None] = [None, None, None]
@@ -589,28 +384,6 @@ class _Shape:
                 forms[op] = Form.STRIDED
         return tuple(forms)
 
-    # -- libraries the type's division needs --------------------------------------------------------------------
-
-    def reciprocal_table(self) -> bool:
-        """8-bit division by a table of reciprocals in workgroup memory, filled once per workgroup."""
-        return self.input_type.size == 1 and self.spec.divides
-
-    def divider(self) -> str | None:
-        """The file in wgsl/lib/ that defines magnitude_rem: 8-bit types divide by a table of reciprocals (whose
-        workgroup memory it prepares), uint16 by a float estimate of the quotient, 32-bit types by `%`."""
-        if not self.spec.divides or self.input_type.size not in (1, 2, 4) or self.input_type.numpy_dtype.kind == "f":
-            return None
-        if self.reciprocal_table():
-            return "divide_by_reciprocals.wgsl"
-        if self.input_type == DataType.UINT16:
-            return "divide_by_estimate.wgsl"
-        return "divide_plain.wgsl"
-
-    def signed_remainder(self) -> str | None:
-        if not self.spec.divides or self.input_type not in (DataType.INT8, DataType.INT16, DataType.INT32):
-            return None
-        return self.spec.type_policy(self.input_type).signed_remainder or "signed_by_magnitudes.wgsl"
-
 
 def flat_grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
     """A grid of at least `groups` workgroups, 2-D where one dimension cannot hold them, with fewer than one row of
@@ -621,7 +394,7 @@ def flat_grid(groups: int, per_dimension: int) -> tuple[int, int, int]:
 
 def rows_grid(sizes: tuple[int, ...], unit: int, row_group: int, workgroup_size: int, units_per_invocation: int,
               per_dimension: int) -> tuple[int, int, int] | None:
-    """The grid of a ROWS kernel (wgsl/common.wgsl): x = blocks of one row of the innermost dimension, y and z =
+    """The grid of a ROWS kernel (wgsl/loop/rows.wgsl): x = blocks of one row of the innermost dimension, y and z =
     groups of rows, with fewer than one y-row of surplus. None where the layout does not suit one: a single
     dimension, rows that do not hold whole units (a unit would span two rows), or rows of fewer units than a
     workgroup has invocations (most of each workgroup would idle)."""

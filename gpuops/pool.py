@@ -46,7 +46,7 @@ MAX_IDLE_BUFFERS = 64
 MAX_TABLES = 512  # each keeps its kernels' pipelines alive: with the device's pipeline cache, the bound on them
 
 MAPPED_UPLOAD_BYTES = 8 << 20  # from this size on, uploads go through a pooled mapped buffer (see upload)
-FLAG_BYTES = 4  # the kernels' error flag word (plan.KernelKey.error_flags): one u32
+FLAG_BYTES = 4  # the kernels' error flag word (kernel.Operation.error_flags): one u32
 
 STORAGE = "storage"  # STORAGE | COPY_SRC | COPY_DST: the operators' tensors
 STAGING = "staging"  # MAP_READ | COPY_DST: read-backs

@@ -9,7 +9,6 @@ import numpy as np
 from .enums import DataType, FeatureLevel, TensorFlags, in_listing_order
 from .errors import Refusal, ValidationError
 from .operators import OperatorSpec, spec_of
-from .support import support_row
 from .tensor import TensorDesc, implied_size_in_bytes
 
 MAX_ELEMENTS = 2**32 - 1
@@ -37,8 +36,8 @@ def _first_refusal(spec: OperatorSpec, desc: object, level: FeatureLevel) -> Ref
     def refuse(field: str, message: str) -> Refusal:
         return Refusal(op, f"{cls}.{field}" if field else cls, message)
 
-    row = support_row(spec.name, level)
-    if level < spec.since or row is None:
+    row = spec.support_row(level)
+    if row is None:
         return refuse("", f"the operator does not exist at feature level {level.label}; "
                           f"it exists from {spec.since.label}")
 
@@ -46,8 +45,9 @@ def _first_refusal(spec: OperatorSpec, desc: object, level: FeatureLevel) -> Ref
         tensor = getattr(desc, name)
         if not isinstance(tensor, TensorDesc):
             return refuse(name, f"{type(tensor).__name__} is not a TensorDesc")
-        problem = _tensor_refusal(tensor, name, row.dimension_counts, row.types[name], level,
-                                  is_output=(name == spec.output))
+        is_output = name == spec.output
+        problem = _tensor_refusal(tensor, name, row.dimension_counts,
+                                  row.output_types if is_output else row.input_types, level, is_output)
         if problem is not None:
             return refuse(*problem)
 
@@ -62,12 +62,12 @@ def _first_refusal(spec: OperatorSpec, desc: object, level: FeatureLevel) -> Ref
                                            f"{list(first.sizes)}; DirectML never broadcasts implicitly "
                                            "(use zero strides)")
     if spec.same_data_type:
-        reference = getattr(desc, spec.same_data_type[0]).data_type
-        for name in spec.same_data_type[1:]:
+        reference = first.data_type
+        for name in spec.tensor_fields[1:]:
             data_type = getattr(desc, name).data_type
             if data_type != reference:
                 return refuse(f"{name}.data_type", f"{data_type.name} differs from "
-                                                   f"{spec.same_data_type[0]}.data_type {reference.name}; "
+                                                   f"{spec.tensor_fields[0]}.data_type {reference.name}; "
                                                    "they must be equal")
 
     output = getattr(desc, spec.output)
@@ -86,7 +86,8 @@ def _tensor_refusal(tensor: TensorDesc, name: str, dimension_counts: tuple[int, 
                                      f"allowed: {allowed}")
     count = tensor.dimension_count
     if count not in dimension_counts:
-        allowed = "exactly 4" if dimension_counts == (4,) else f"{dimension_counts[0]} to {dimension_counts[-1]}"
+        allowed = (f"exactly {dimension_counts[0]}" if len(dimension_counts) == 1
+                   else f"{dimension_counts[0]} to {dimension_counts[-1]}")
         return f"{name}.sizes", (f"{count} dimensions {list(tensor.sizes)} at feature level {level.label}; "
                                  f"allowed: {allowed}")
     for i, size in enumerate(tensor.sizes):

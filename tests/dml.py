@@ -163,3 +163,42 @@ def run_arranged(device: gpuops.Device, desc, arranged, rng: np.random.Generator
         changed = np.flatnonzero((old != new) & untouched)
         assert changed.size == 0, f"buffer {index}: bytes outside the output's elements changed, e.g. at {changed[:8]}"
     return flags, logical
+
+
+def written_bytes(device: gpuops.Device, desc, arranged, value_source, error_flags: bool = False
+                  ) -> tuple[set[int], tuple, dict]:
+    """The bytes of the output's buffer that executing `desc` (tensors where `arranged` puts them, separate buffers)
+    writes, the dispatch plans that ran, and each buffer's size by tensor field. Executed twice on the same
+    inputs, every buffer's other bytes filled first with one byte and then with its complement: a written byte
+    differs from at least one of the two. `error_flags`: the kernels that report NumPy's floating-point errors
+    (CompiledOperator.bind_with_error_flags), whose flag word is the first of 16 bytes: the other 12 must keep
+    their fill."""
+    spec = spec_of(desc)
+    out_index = arranged.buffer_of[spec.output]
+    written: set[int] = set()
+    for fill in (0x5A, 0xA5):
+        hosts = [np.full(-(-size // 4) * 4, fill, np.uint8) for size in arranged.buffer_sizes]
+        for name in spec.inputs:
+            view = element_view(hosts[arranged.buffer_of[name]], getattr(desc, name), arranged.offset_of[name])
+            view[...] = value_source(getattr(desc, name).data_type, view.size).reshape(view.shape)
+        wgpu_device = device.wgpu_device
+        buffers = [wgpu_device.create_buffer_with_data(data=host, usage=USAGE) for host in hosts]
+        bindings = {name: gpuops.Binding(buffers[arranged.buffer_of[name]], arranged.offset_of[name])
+                    for name in spec.tensor_fields}
+        flag_buffer = wgpu_device.create_buffer_with_data(data=np.full(16, fill, np.uint8), usage=USAGE) \
+            if error_flags else None
+        try:
+            compiled = device.compile(desc)
+            plans = compiled.dispatch_plans(bindings, error_flags=error_flags)
+            compiled.execute(compiled.bind_with_error_flags(bindings, gpuops.Binding(flag_buffer)) if error_flags
+                             else bindings)
+            got = np.frombuffer(wgpu_device.queue.read_buffer(buffers[out_index]), np.uint8)
+            if error_flags:
+                flag_bytes = np.frombuffer(wgpu_device.queue.read_buffer(flag_buffer), np.uint8)
+                assert (flag_bytes[4:] == fill).all(), f"the flag buffer's bytes past its word changed: {flag_bytes}"
+        finally:
+            for buffer in buffers + ([flag_buffer] if error_flags else []):
+                buffer.destroy()
+        written |= set(np.flatnonzero(got != fill).tolist())
+    sizes = {name: len(hosts[arranged.buffer_of[name]]) for name in spec.tensor_fields}
+    return written, plans, sizes

@@ -8,7 +8,6 @@ import gpuops
 from gpuops import DataType
 from gpuops.bench.reference import compare, expected
 from gpuops.operators import OPERATORS, spec_by_name
-from gpuops.support import SUPPORT
 
 # (operator name, mode) for every operator and every value of its attribute (IS_INFINITY's three modes); mode is
 # None for an operator without one.
@@ -19,16 +18,24 @@ BINARY = {spec.name for spec in OPERATORS if len(spec.inputs) == 2}
 
 def supported_pairs(operator: str) -> list[tuple[DataType, DataType]]:
     """(input type, output type) pairs the newest support row allows."""
-    spec = spec_by_name(operator)
-    row = SUPPORT[operator][-1]
-    outs = row.types[spec.output]
+    row = spec_by_name(operator).support[-1]
+    outs = row.output_types
     pairs = []
-    for t in sorted(row.types[spec.inputs[0]]):
+    for t in sorted(row.input_types):
         if t in outs:
             pairs.append((t, t))
         else:
             pairs += [(t, o) for o in sorted(outs)]
     return pairs
+
+
+def valid_tensors(spec, sizes: tuple[int, ...] = (2, 3)) -> dict:
+    """A valid TensorDesc for each of the operator's tensor fields: FLOAT32 inputs where the operator takes them
+    (else its first input type), the output of the type DirectML gives."""
+    types = spec.support[-1].input_types
+    in_type = DataType.FLOAT32 if DataType.FLOAT32 in types else min(types)
+    return {name: gpuops.TensorDesc(spec.output_type(in_type) if name == spec.output else in_type, sizes)
+            for name in spec.tensor_fields}
 
 
 def op_cases():

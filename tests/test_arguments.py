@@ -15,23 +15,19 @@ from hypothesis import strategies as st
 
 import gpuops
 from gpuops import (Binding, DataType, DeviceError, FeatureLevel, GpuOpsError, IsInfinityDesc, IsInfinityMode,
-                    IsNanDesc, ModulusFloorDesc, ModulusTruncateDesc, SignDesc, TensorDesc, ValidationError, validate)
+                    IsNanDesc, ModulusFloorDesc, SignDesc, TensorDesc, ValidationError, validate)
 from gpuops.adapter_choice import check_wgpu_device, compute_shader_problem, pick_adapter
 from gpuops.enums import integer_value
 from gpuops.errors import shown
+from gpuops.operators import OPERATORS
+
+from .reference import valid_tensors
 
 T = DataType
 F32 = TensorDesc(T.FLOAT32, (2, 3))
 U8 = TensorDesc(T.UINT8, (2, 3))
-DESCS = {  # class -> valid keyword arguments
-    SignDesc: dict(input_tensor=F32, output_tensor=F32),
-    IsNanDesc: dict(input_tensor=F32, output_tensor=U8),
-    IsInfinityDesc: dict(input_tensor=F32, output_tensor=U8),
-    ModulusFloorDesc: dict(a_tensor=F32, b_tensor=F32, output_tensor=F32),
-    ModulusTruncateDesc: dict(a_tensor=F32, b_tensor=F32, output_tensor=F32),
-}
-OPERATOR = {SignDesc: "ELEMENT_WISE_SIGN", IsNanDesc: "ELEMENT_WISE_IS_NAN", IsInfinityDesc: "ELEMENT_WISE_IS_INFINITY",
-            ModulusFloorDesc: "ELEMENT_WISE_MODULUS_FLOOR", ModulusTruncateDesc: "ELEMENT_WISE_MODULUS_TRUNCATE"}
+SPECS = {spec.desc_type: spec for spec in OPERATORS}  # description class -> its row
+DESCS = {cls: valid_tensors(spec) for cls, spec in SPECS.items()}  # class -> valid tensor keyword arguments
 
 
 class BrokenRepr:
@@ -132,7 +128,7 @@ def test_fuzz_tensor_desc(value):
 @given(value=WRONG)
 def test_fuzz_operator_descriptions(value):
     for cls, kwargs in DESCS.items():
-        fields = list(kwargs) + (["infinity_mode"] if cls is IsInfinityDesc else [])
+        fields = list(kwargs) + [attribute.name for attribute in SPECS[cls].attributes]
         for field in fields:
             desc = entered(lambda: cls(**{**kwargs, field: value}), f"{cls.__name__}.{field}", value)
             if desc is not None:
@@ -324,7 +320,7 @@ def test_description_tensor_fields_refused_at_construction(cls, bad):
             cls(**{**DESCS[cls], field: bad})
         err = info.value
         assert err.field == f"{cls.__name__}.{field}"
-        assert err.operator == f"DML_OPERATOR_{OPERATOR[cls]}"
+        assert err.operator == f"DML_OPERATOR_{SPECS[cls].name}"
         assert f"{repr(bad)} ({type(bad).__name__}) is not a TensorDesc" in str(err)
         with pytest.raises(ValidationError):
             dataclasses.replace(cls(**DESCS[cls]), **{field: bad})

@@ -362,11 +362,11 @@ def test_what_the_machine_lacks_is_status_3(capsys, monkeypatch, tmp_path):
 
     emptied = tmp_path / "wgsl"  # an installation whose shaders went missing
     monkeypatch.setattr(shaders, "WGSL_DIR", emptied)
-    shaders._read.cache_clear()
+    shaders.wgsl_file.cache_clear()
     status, _, err = run(capsys, "op", "sign", "--sizes", "64", "-i", "1", "-w", "0", "-q")
-    shaders._read.cache_clear()
+    shaders.wgsl_file.cache_clear()
     assert status == 3
-    assert one_error_line(err).startswith(f"cannot access {emptied / 'common.wgsl'}: No such file or directory")
+    assert one_error_line(err).startswith(f"cannot access {emptied / 'loop' / 'params.wgsl'}: No such file or directory")
     # A file the user named is a usage error.
     status, _, err = run(capsys, "targets", "--render", tmp_path / "missing.json")
     assert status == 2 and one_error_line(err).startswith(f"cannot access {tmp_path / 'missing.json'}")

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 import gpuops
 from gpuops import Binding, DataType, SignDesc, TensorDesc
-from gpuops.plan import Operand, OutputBinding, OutputStore, Placement, flat_grid, rows_grid
+from gpuops.kernel import Operand, OutputBinding, OutputStore, Placement
+from gpuops.plan import flat_grid, rows_grid
 from gpuops.operators import spec_of
 from gpuops import shaders
 
@@ -67,15 +68,15 @@ def test_strided_packed_outputs_touch_only_their_elements(device, operator, data
     for offset in (0, 16, 48):
         run_and_check(device, desc, rng, _values(rng), offsets={"output_tensor": offset})
     if data_type.size < 4:  # both store kinds are exercised
-        keys = [key for key in device._pipelines if key.shader == spec_of(desc).shader
-                and key.input_type == data_type and not key.linear(Operand.OUT)]
-        assert not any(key.atomic_output for key in keys if key.rank == 1)  # one dimension: plain stores
+        keys = [key for key in device._pipelines if key.operation.op_file == spec_of(desc).shader
+                and key.operation.input_type == data_type and not key.linear(Operand.OUT)]
+        assert not any(key.atomic_output for key in keys if key.loop.rank == 1)  # one dimension: plain stores
         if layout == "stride-2":  # a unit's elements fill its two chunks' every other element: chunk stores
-            assert any(key.output_store in (OutputStore.STEPPED, OutputStore.SCATTER_CHUNKS) for key in keys)
+            assert any(key.loop.output_store in (OutputStore.STEPPED, OutputStore.SCATTER_CHUNKS) for key in keys)
         if layout == "padded-permuted":  # three dimensions stay, with words shared between units: atomics
-            assert any(key.atomic_output for key in keys if key.rank == 3)
+            assert any(key.atomic_output for key in keys if key.loop.rank == 3)
         if layout.startswith("stride"):
-            assert any(key.rank == 1 for key in keys)
+            assert any(key.loop.rank == 1 for key in keys)
 
 
 STEPPED_LAYOUTS = {  # sizes, input strides, output strides, output offsets, stepped
@@ -106,7 +107,7 @@ def test_stepped_outputs(device, monkeypatch, case, layout):
     desc = make_desc(operator, mode, in_type, out_type, sizes, strides)
     for offset in out_offsets:
         run_and_check(device, desc, rng, _values(rng), offsets={"output_tensor": offset})
-    assert keys and all((key.output_store is OutputStore.STEPPED) == stepped for key in keys)
+    assert keys and all((key.loop.output_store is OutputStore.STEPPED) == stepped for key in keys)
     if stepped:
         assert all(key.unit * out_type.size * 2 <= 16 and not key.atomic_output for key in keys)
 
@@ -205,7 +206,7 @@ def test_linear_inputs_are_bound_once_as_chunks(device, monkeypatch, case):
     desc = make_desc(operator, mode, in_type, out_type, (37,))
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng))
     words_read = in_type == DataType.FLOAT16 and out_type == DataType.UINT32
-    assert keys[-1].placements == (Placement.SEPARATE if words_read else Placement.CHUNKS,) * keys[-1].input_count
+    assert keys[-1].loop.placements == (Placement.SEPARATE if words_read else Placement.CHUNKS,) * keys[-1].input_count
     layout = shaders.bindings(keys[-1])
     assert len(layout) == keys[-1].input_count * (2 if words_read else 1) + 1
 
@@ -218,7 +219,7 @@ def test_input_ending_its_buffer_off_a_chunk_keeps_its_word_view(device, monkeyp
     out = _buffer(device, 148)
     desc = make_desc(SIGN, None, DataType.FLOAT32, DataType.FLOAT32, (37,))
     device.compile(desc).execute({"input_tensor": Binding(a), "output_tensor": Binding(out)})
-    assert keys[-1].placements == (Placement.SEPARATE,)
+    assert keys[-1].loop.placements == (Placement.SEPARATE,)
     assert_same_bits(np.frombuffer(device.wgpu_device.queue.read_buffer(out), np.float32), np.sign(x))
 
 
@@ -533,8 +534,8 @@ def test_regions_of_one_buffer_far_apart(small_limit_device):
     got = np.frombuffer(device.wgpu_device.queue.read_buffer(buffer), np.float32)
     assert_same_bits(got[768:808], np.fmod(heap[0:40], heap[256:296]))
     assert_same_bits(np.delete(got, np.s_[768:808]), np.delete(heap, np.s_[768:808]))
-    keys = [k for k in device._pipelines if k.operator == "ELEMENT_WISE_MODULUS_TRUNCATE"]
-    assert any(Placement.SHARED in k.placements for k in keys)
+    keys = [k for k in device._pipelines if k.operation.op_file == "modulus/truncate.wgsl"]
+    assert any(Placement.SHARED in k.loop.placements for k in keys)
 
 
 @pytest.mark.parametrize("data_type,count", [(DataType.FLOAT32, 3), (DataType.INT8, 5), (DataType.INT64, 1),
@@ -558,7 +559,8 @@ def test_output_ending_where_the_buffer_ends(device, data_type, count):
     got = np.frombuffer(device.wgpu_device.queue.read_buffer(out), data_type.numpy_dtype, count)
     with np.errstate(all="ignore"):
         assert_same_bits(got, np.remainder(a, b), a, b)
-    assert any(k.output_binding is OutputBinding.WORDS for k in device._pipelines if k.input_type == data_type)
+    assert any(k.loop.output_binding is OutputBinding.WORDS for k in device._pipelines
+               if k.operation.input_type == data_type)
 
 
 @pytest.mark.parametrize("by_reciprocals", [False, True], ids=["magnitudes", "signed-reciprocals"])
@@ -570,7 +572,7 @@ def test_int8_remainders_exact_by_either_library(device, monkeypatch, by_recipro
         chosen = OperatorSpec.type_policy
         monkeypatch.setattr(OperatorSpec, "type_policy", lambda spec, data_type: DEFAULT_TYPE_POLICY
                             if data_type == DataType.INT8 else chosen(spec, data_type))
-    fresh = device_with(device)  # its own pipeline cache: the KernelKeys are the same, the shader text is not
+    fresh = device_with(device)  # its own compiled operators, whose operations are derived with the policy above
     keys = kernel_keys(fresh, monkeypatch)
     values = np.arange(-128, 128, dtype=np.int16).astype(np.int8)
     a, b = np.repeat(values, 256), np.tile(values, 256)
@@ -579,4 +581,4 @@ def test_int8_remainders_exact_by_either_library(device, monkeypatch, by_recipro
         with np.errstate(all="ignore"):
             assert_same_bits(got, reference(a, b), a, b)
     library = "signed_by_reciprocals.wgsl" if by_reciprocals else "signed_by_magnitudes.wgsl"
-    assert keys and all(k.signed_remainder == library for k in keys)
+    assert keys and all(f"lib/{library}" in k.operation.files for k in keys)

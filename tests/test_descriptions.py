@@ -6,6 +6,7 @@ No GPU needed. Expected values are transcribed from DirectML's documentation (do
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 
 import numpy as np
@@ -19,14 +20,13 @@ from gpuops import (
     FeatureLevel,
     IsInfinityDesc,
     IsInfinityMode,
-    IsNanDesc,
-    ModulusFloorDesc,
-    ModulusTruncateDesc,
-    SignDesc,
     TensorDesc,
     TensorFlags,
     ValidationError,
 )
+from gpuops.operators import OPERATORS
+
+from .reference import valid_tensors
 
 T = DataType
 EXAMPLES = int(os.environ.get("GPUOPS_HYPOTHESIS_EXAMPLES", "50"))
@@ -351,17 +351,12 @@ def test_property_implied_size_matches_definition(data):
 F32 = TensorDesc(T.FLOAT32, (2, 3))
 U8 = TensorDesc(T.UINT8, (2, 3))
 
-DESCS = [
-    (SignDesc, dict(input_tensor=F32, output_tensor=F32)),
-    (IsNanDesc, dict(input_tensor=F32, output_tensor=U8)),
-    (IsInfinityDesc, dict(input_tensor=F32, output_tensor=U8)),
-    (IsInfinityDesc, dict(input_tensor=F32, output_tensor=U8, infinity_mode=IsInfinityMode.NEGATIVE)),
-    (ModulusFloorDesc, dict(a_tensor=F32, b_tensor=F32, output_tensor=F32)),
-    (ModulusTruncateDesc, dict(a_tensor=F32, b_tensor=F32, output_tensor=F32)),
-]
+# Every operator's description with valid tensors, at each value of its attributes.
+DESCS = [(spec.desc_type, {**valid_tensors(spec), **mode}) for spec in OPERATORS for mode in spec.modes()]
 
 
-@pytest.mark.parametrize("cls, kwargs", DESCS, ids=[c.__name__ for c, _ in DESCS])
+@pytest.mark.parametrize("cls, kwargs", DESCS, ids=[cls.__name__ + "".join(
+    f"-{value.name}" for value in kwargs.values() if not isinstance(value, TensorDesc)) for cls, kwargs in DESCS])
 def test_op_desc_frozen_and_hashable(cls, kwargs):
     desc = cls(**kwargs)
     for name in kwargs:
@@ -378,10 +373,12 @@ def test_op_desc_frozen_and_hashable(cls, kwargs):
 
 
 def test_op_desc_types_differ():
-    assert SignDesc(F32, F32) != ModulusFloorDesc(F32, F32, F32)
-    assert SignDesc(F32, U8) != IsNanDesc(F32, U8)
-    assert IsNanDesc(F32, U8) != IsInfinityDesc(F32, U8)
-    assert ModulusFloorDesc(F32, F32, F32) != ModulusTruncateDesc(F32, F32, F32)
+    """Two operators' descriptions of the same tensors differ: the description's type is part of its value."""
+    by_fields: dict[tuple[str, ...], list] = {}
+    for spec in OPERATORS:
+        by_fields.setdefault(spec.tensor_fields, []).append(spec.desc_type(**dict.fromkeys(spec.tensor_fields, F32)))
+    pairs = [pair for descs in by_fields.values() for pair in itertools.combinations(descs, 2)]
+    assert pairs and all(one != other for one, other in pairs)
 
 
 def test_is_infinity_desc_mode():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gpuops import DataType
-from gpuops.plan import Form, Grid, OutputStore
+from gpuops.kernel import Form, Grid, OutputStore
 
 from .dml import device_with, kernel_keys, make_desc, made_plans, run_and_check
 from .reference import (
@@ -99,7 +99,7 @@ DIVISOR_GRIDS = (Grid.DIVISOR_ROWS, Grid.DIVISOR_ROWS_LOOPED)
 
 def chunk_rows(key) -> tuple[bool, bool, bool]:
     """Per operand A, B, OUT: declared to lie in rows of whole aligned units."""
-    return tuple(form is Form.CHUNK_ROWS for form in key.forms)
+    return tuple(form is Form.CHUNK_ROWS for form in key.loop.forms)
 
 
 ROW_LAYOUTS = ["row-broadcast", "column-broadcast", "middle-broadcast", "strided-output", "stepped-output",
@@ -124,7 +124,7 @@ ROW_CASES = [pytest.param(case, layout, id=f"{name}-{layout}") for case, name in
 
 @pytest.mark.parametrize(("case", "layout"), ROW_CASES)
 def test_row_grid(row_grid_device, monkeypatch, case, layout):
-    """Strided layouts whose rows hold whole units run on the ROWS grid (wgsl/common.wgsl): x = blocks of a row,
+    """Strided layouts whose rows hold whole units run on the ROWS grid (wgsl/loop/rows.wgsl): x = blocks of a row,
     y and z = rows, offsets stepped along the row. Where every input is the same on every row ("replicated", and
     a one-input operator's "row-broadcast"), each invocation computes a unit once for a group of rows: 25 rows make
     six groups of four and one of one, and a surplus group on the grid's third dimension. Where the divisor alone is
@@ -161,9 +161,9 @@ def test_row_grid(row_grid_device, monkeypatch, case, layout):
     desc = make_desc(operator, mode, in_type, out_type, shape, strides)
     run_and_check(row_grid_device, desc, rng, lambda t, n: random_values(t, n, rng), offsets={names[0]: 32},
                   in_place=names[0] if layout == "in-place" else None)
-    assert keys and all(key.grid.rows and (key.row_group > 1) == grouped
-                        and (key.grid in DIVISOR_GRIDS) == divisor_rows for key in keys)
-    assert all((key.output_store is OutputStore.STEPPED) == (layout == "stepped-output" and out_type.size < 4)
+    assert keys and all(key.loop.grid.rows and (key.row_group > 1) == grouped
+                        and (key.loop.grid in DIVISOR_GRIDS) == divisor_rows for key in keys)
+    assert all((key.loop.output_store is OutputStore.STEPPED) == (layout == "stepped-output" and out_type.size < 4)
                for key in keys)
     # Inputs in rows of whole aligned units (padded, or broadcast along rows) are declared so, and their kernels
     # hold no gather path; a column-broadcast operand (innermost stride 0) is not, nor is a packed output (linear).
@@ -193,13 +193,13 @@ def _bit_patterns(data_type: DataType, count: int, rng: np.random.Generator) -> 
 @pytest.mark.parametrize("data_type", DIVISOR_ROW_TYPES, ids=lambda t: t.name.lower())
 @pytest.mark.parametrize("operator", sorted(BINARY))
 def test_divisor_rows(device, monkeypatch, operator, data_type, out_step):
-    """DIVISOR_ROWS: a divisor the same on every row is loaded once for a group of rows (wgsl/binary.wgsl): four
-    rows whose dividends are loaded before any is divided, or (float16) the group's rows in a loop. Row i holds
-    dividend i throughout, for every int8 value (so every int8 pair is divided) or the type's special values, and
-    the divisor row holds every one of them (with random bit patterns up to 256 columns); three more rows of random
-    bit patterns make an odd count of rows: whole groups and a partial last one. The output is packed, or every
-    second element (8/16-bit: stepped, each unit's span read and written whole) or every third (8/16-bit: lanes
-    stored atomically), whose elements between must keep their values."""
+    """DIVISOR_ROWS: a divisor the same on every row is loaded once for a group of rows
+    (wgsl/loop/grids/divisor_rows.wgsl): four rows whose dividends are loaded before any is divided, or (float16) the
+    group's rows in a loop. Row i holds dividend i throughout, for every int8 value (so every int8 pair is divided)
+    or the type's special values, and the divisor row holds every one of them (with random bit patterns up to 256
+    columns); three more rows of random bit patterns make an odd count of rows: whole groups and a partial last one.
+    The output is packed, or every second element (8/16-bit: stepped, each unit's span read and written whole) or
+    every third (8/16-bit: lanes stored atomically), whose elements between must keep their values."""
     rng = np.random.default_rng(1009)
     dividends, divisors = _divisor_rows_values(data_type, rng)
     columns = divisors.size
@@ -213,8 +213,10 @@ def test_divisor_rows(device, monkeypatch, operator, data_type, out_step):
                      {"a_tensor": None, "b_tensor": (0, 1), "output_tensor": out_strides})
     run_and_check(small, desc, rng, lambda t, n: next(values))
     looped = data_type == DataType.FLOAT16
-    assert keys and all(key.grid is (Grid.DIVISOR_ROWS_LOOPED if looped else Grid.DIVISOR_ROWS) for key in keys)
-    assert all((key.output_store is OutputStore.STEPPED) == (out_step == 2 and data_type.size <= 2) for key in keys)
+    grid = Grid.DIVISOR_ROWS_LOOPED if looped else Grid.DIVISOR_ROWS
+    assert keys and all(key.loop.grid is grid for key in keys)
+    stepped = out_step == 2 and data_type.size <= 2
+    assert all((key.loop.output_store is OutputStore.STEPPED) == stepped for key in keys)
 
 
 CHUNK_ROW_CASES = [pytest.param(c, id=i) for c, i in op_cases() if i in (
@@ -257,4 +259,4 @@ def test_replicated_rows_fall_back_to_single_rows(default_shape_device, monkeypa
     assert keys
     for key in keys:
         fits = -(-64 // key.unit // 2) <= 4  # blocks of a row at one unit per invocation
-        assert key.grid.rows and (key.row_group > 1) == fits and (key.units_per_invocation == 1) == fits
+        assert key.loop.grid.rows and (key.row_group > 1) == fits and (key.loop.units_per_invocation == 1) == fits

@@ -19,39 +19,47 @@ import pytest
 
 import gpuops
 from gpuops import TensorDesc, shaders
-from gpuops.operators import OPERATORS
-from gpuops.plan import BoundRegion, Grid, OutputBinding, OutputStore, PlanLimits, plan_dispatches
-from gpuops.support import SUPPORT
+from gpuops.kernel import Grid, KernelKey, OutputBinding, OutputStore
+from gpuops.operators import OPERATORS, DeviceFacts
+from gpuops.plan import BoundRegion, PlanLimits, plan_dispatches
 
 ROOT = Path(__file__).resolve().parents[1]  # the checkout, or .ci/run's copy of it without gpuops/
 CHECKOUT_ENV = "GPUOPS_CHECKOUT"  # set by .ci/run: the checkout the installed wheel was built from
+PROBE_FILES = ("probes/pack_rounding.wgsl",)  # what the device runs as it opens (gpuops/device.py), beside kernels
 
 
 def requested_files() -> set[str]:
-    """Every file, relative to wgsl/, that kernel assembly can ask for. For every operator, every attribute value
-    and every (input, output) type pair any support row allows, the planner's key for a small contiguous case, then
-    that key on every grid, output store and output binding: a superset of the keys the planner can plan, since
-    every other field shader_files reads (the divider and signed-remainder libraries, the unit, the input count)
-    follows from the operator and the types; with and without the error flag word, where the operator has one."""
+    """Every file, relative to wgsl/, that kernel assembly can ask for. For every operator, every attribute value,
+    every (input, output) type pair any support row allows and every probed device fact, the operation (with and
+    without the error flag word, where the operator has one) and the planner's loop for a small contiguous case,
+    then that loop on every grid, output store and output binding: a superset of the keys the planner can plan,
+    since every other field shader_files reads (the unit, the input count) follows from the types and the grid;
+    and the probes the device runs as it opens."""
     files: set[str] = set()
+    facts_variants = [DeviceFacts(**dict(zip(names, values)))
+                      for names in [[f.name for f in dataclasses.fields(DeviceFacts)]]
+                      for values in itertools.product((False, True), repeat=len(names))]
     for spec in OPERATORS:
         pairs = set()
-        for row in SUPPORT[spec.name]:
-            inputs, outputs = row.types[spec.inputs[0]], row.types[spec.output]
-            pairs |= {(t, o) for t in inputs for o in ([t] if t in outputs else outputs)}
-        for (in_type, out_type), attributes in itertools.product(sorted(pairs), spec.modes()):
+        for row in spec.support:
+            pairs |= {(t, o) for t in row.input_types
+                      for o in ([t] if t in row.output_types else row.output_types)}
+        flags = (False, True) if spec.error_flags else (False,)  # the NumPy-level path's variant too
+        for (in_type, out_type), attributes, facts, error_flags in itertools.product(
+                sorted(pairs), spec.modes(), facts_variants, flags):
             tensors = {name: TensorDesc(out_type if name == spec.output else in_type, (4, 64))
                        for name in spec.tensor_fields}
             desc = spec.desc_type(**tensors, **attributes)
+            operation = spec.operation(desc, facts, error_flags)
             regions = tuple(BoundRegion(buffer, 1 << 16, 0) for buffer in range(len(tensors)))
             limits = PlanLimits(binding_size=1 << 20, storage_offset_alignment=256, workgroups_per_dimension=65535)
-            (plan,) = plan_dispatches(spec, desc, tuple(tensors.values()), regions, limits)
-            flags = (False, True) if spec.error_flags else (False,)  # the NumPy-level path's variant too
-            for grid, store, binding, error_flags in itertools.product(Grid, OutputStore, OutputBinding, flags):
-                key = dataclasses.replace(plan.key, grid=grid, output_store=store, output_binding=binding,
-                                          error_flags=error_flags)
-                files.update(shaders.shader_files(key))
-    return files
+            (plan,) = plan_dispatches(operation, spec.loop_request(in_type), tuple(tensors.values()), regions, limits)
+            # 8-byte elements are stored whole: by units or one word pair at a time
+            stores = (OutputStore.UNITS, OutputStore.SCATTER_WORDS) if in_type.size == 8 else OutputStore
+            for grid, store, binding in itertools.product(Grid, stores, OutputBinding):
+                loop = dataclasses.replace(plan.key.loop, grid=grid, output_store=store, output_binding=binding)
+                files.update(shaders.shader_files(KernelKey(operation, loop)))
+    return files | set(PROBE_FILES)
 
 
 def tree(folder: Path) -> dict[str, bytes]:

@@ -1,4 +1,4 @@
-"""The planner on the CPU: every planned dispatch, walked by the footprint model (gpuops/footprint.py), writes
+"""The planner on the CPU: every planned dispatch, walked by the footprint model (tests/footprint.py), writes
 exactly the output's element bytes, each from its own element's inputs, stays inside its bound views and never
 rewrites without atomics a byte another invocation writes. No GPU: thousands of layouts a run
 (GPUOPS_PLANNER_EXAMPLES raises the count)."""
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -14,52 +15,17 @@ from hypothesis import strategies as st
 
 import gpuops
 from gpuops import DataType, IsNanDesc, TensorDesc
-from gpuops.footprint import expected_values, footprint_of
-from gpuops.operators import spec_by_name
-from gpuops.plan import (BoundRegion, DispatchPlan, Form, Grid, Operand, OutputStore, Placement, PlanLimits,
-                         operands_of, plan_dispatches, tile_shape)
-from gpuops.shaders import shader_files
+from gpuops.kernel import Form, Grid, Operand, OutputStore, Placement, operands_of, tile_shape
+from gpuops.operators import spec_by_name, spec_of
+from gpuops.plan import BoundRegion, PlanLimits
+from gpuops.shaders import prelude, shader_files, shader_source, wgsl_file
 
 from .dml import make_desc
-from .layout_strategies import LayoutCase, arrangement, layout_cases, transposed_cases
+from .footprint import footprint_of
+from .layout_strategies import layout_cases, transposed_cases
+from .planning import CASES_BY_KIND, check_plans, kind_id, kind_of, plan_case, plan_of
 
 PLANNER_EXAMPLES = int(os.environ.get("GPUOPS_PLANNER_EXAMPLES", "3000"))
-
-
-def plan_case(case: LayoutCase, alignment: int = 256) -> tuple[object, tuple[DispatchPlan, ...], dict, dict]:
-    """(desc, plans, each field's binding offset, each operand's buffer size) of a drawn case."""
-    desc = make_desc(case.operator, case.mode, case.in_type, case.out_type, case.sizes, case.strides)
-    spec = spec_by_name(case.operator)
-    tensors = {name: getattr(desc, name) for name in spec.tensor_fields}
-    placed = arrangement(case, tensors)
-    regions = tuple(BoundRegion(placed.buffer_of[name], placed.buffer_sizes[placed.buffer_of[name]],
-                                placed.offset_of[name]) for name in spec.tensor_fields)
-    policy = case.policy
-    # (a binding limit leaves room for the alignment slack, as every adapter's does)
-    binding_size = (policy.binding_size_limit or 2**27) + alignment + 16
-    limits = PlanLimits(binding_size=binding_size, storage_offset_alignment=alignment,
-                        workgroups_per_dimension=policy.max_workgroups_per_dimension or 65535,
-                        workgroup_size=policy.workgroup_size, units_per_invocation=policy.units_per_invocation,
-                        pack_rounds_to_nearest=bool(policy.pack_rounds_to_nearest))
-    plans = plan_dispatches(spec, desc, tuple(tensors.values()), regions, limits)
-    operands = operands_of(spec)
-    buffer_sizes = {op: region.buffer_size for op, region in zip(operands, regions)}
-    return desc, plans, {op: placed.offset_of[name] for op, name in zip(operands, spec.tensor_fields)}, buffer_sizes
-
-
-def check_plans(desc, plans, offsets, buffer_sizes) -> None:
-    spec = gpuops.operators.spec_of(desc)
-    operands = operands_of(spec)
-    tensors = tuple(getattr(desc, name) for name in spec.tensor_fields)
-    touched = footprint_of(plans, operands, buffer_sizes)
-    assert not touched.violations, touched.violations[:5]
-    expected = expected_values(tensors, offsets, operands)
-    outside = sorted(set(touched.values) - set(expected))
-    assert not outside, f"bytes outside the output's elements written, e.g. {outside[:8]}"
-    missing = sorted(set(expected) - set(touched.values))
-    assert not missing, f"output bytes never written, e.g. {missing[:8]}"
-    wrong = [b for b in expected if touched.values[b] != expected[b]]
-    assert not wrong, f"bytes given another element's result, e.g. {[(b, touched.values[b], expected[b]) for b in wrong[:3]]}"
 
 
 @settings(max_examples=PLANNER_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -85,11 +51,11 @@ def test_broadcast_row_into_a_stepped_output_with_an_unaligned_pitch():
     spec = spec_by_name("ELEMENT_WISE_IS_NAN")
     regions = (BoundRegion(0, inp.total_tensor_size_in_bytes, 0), BoundRegion(1, out.total_tensor_size_in_bytes + 64, 0))
     limits = PlanLimits(binding_size=2**27, storage_offset_alignment=256, workgroups_per_dimension=65535)
-    plans = plan_dispatches(spec, desc, (inp, out), regions, limits)
-    assert [p.key.grid for p in plans] == [Grid.REPLICATED_ROWS]
-    assert plans[0].key.output_store is not OutputStore.STEPPED
-    check_plans(desc, plans, {op: 0 for op in operands_of(spec)}, {op: r.buffer_size for op, r in
-                                                                  zip(operands_of(spec), regions)})
+    plans = plan_of(desc, (inp, out), regions, limits)
+    assert [p.key.loop.grid for p in plans] == [Grid.REPLICATED_ROWS]
+    assert plans[0].key.loop.output_store is not OutputStore.STEPPED
+    operands = operands_of(len(spec.inputs))
+    check_plans(desc, plans, {op: 0 for op in operands}, {op: r.buffer_size for op, r in zip(operands, regions)})
 
 
 def _key(operator, in_type, out_type, sizes, strides=None, **limits):
@@ -99,32 +65,36 @@ def _key(operator, in_type, out_type, sizes, strides=None, **limits):
     regions = tuple(BoundRegion(i, t.total_tensor_size_in_bytes + 64, 0) for i, t in enumerate(tensors))
     limits = PlanLimits(**{"binding_size": 2**27, "storage_offset_alignment": 256,
                            "workgroups_per_dimension": 65535, **limits})
-    (plan,) = plan_dispatches(spec, desc, tensors, regions, limits)
-    return plan.key
+    (only,) = plan_of(desc, tensors, regions, limits)
+    return only.key
 
 
 MOD_FLOOR, MOD_TRUNC, SIGN, IS_NAN = ("ELEMENT_WISE_MODULUS_FLOOR", "ELEMENT_WISE_MODULUS_TRUNCATE",
                                       "ELEMENT_WISE_SIGN", "ELEMENT_WISE_IS_NAN")
 
 
-@pytest.mark.parametrize("data_type, divider, libraries", [
-    (DataType.UINT8, "divide_by_reciprocals.wgsl", ()),
-    (DataType.INT8, "divide_by_reciprocals.wgsl", ("signed_by_reciprocals.wgsl",)),
-    (DataType.UINT16, "divide_by_estimate.wgsl", ("rem_by_estimate.wgsl",)),
-    (DataType.INT16, "divide_plain.wgsl", ("signed_by_estimate.wgsl",)),
-    (DataType.FLOAT16, None, ()),
-    (DataType.INT64, None, ()),
-    (DataType.INT32, "divide_plain.wgsl", ("signed_by_magnitudes.wgsl",)),
+@pytest.mark.parametrize("data_type, libraries, table", [
+    (DataType.UINT8, ("divide_by_reciprocals.wgsl",), True),
+    (DataType.INT8, ("signed_by_reciprocals.wgsl",), True),
+    (DataType.UINT16, ("rem_by_estimate.wgsl", "divide_by_estimate.wgsl"), False),
+    (DataType.INT16, ("signed_by_estimate.wgsl",), False),
+    (DataType.INT32, ("divide_plain.wgsl", "signed_by_magnitudes.wgsl"), False),
+    (DataType.UINT32, ("divide_plain.wgsl",), False),
+    (DataType.FLOAT32, ("f32_bits.wgsl", "rem_by_estimate.wgsl"), False),
+    (DataType.FLOAT16, ("f16_bits.wgsl",), False),
+    (DataType.INT64, ("u64.wgsl",), False),
 ], ids=str)
-def test_modulus_divides_by_width(data_type, divider, libraries):
-    # 8-bit integers: a table of reciprocals (int8 by its signed entries); uint16: a corrected float estimate;
-    # int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes); floats and 64-bit types divide
-    # in their own remainder libraries.
-    files = shader_files(_key(MOD_FLOOR, data_type, data_type, (64,)))
-    assert [f for f in files if f.startswith("lib/divide")] == ([f"lib/{divider}"] if divider else [])
-    optional = {"rem_by_estimate.wgsl", "signed_by_estimate.wgsl", "signed_by_magnitudes.wgsl",
-                "signed_by_reciprocals.wgsl"}
-    assert {name for name in optional if f"lib/{name}" in files} == set(libraries) & optional
+def test_modulus_divides_by_width(data_type, libraries, table):
+    """8-bit integers: a table of reciprocals in workgroup memory (uint8's magnitudes, int8 by its signed entries);
+    uint16: a corrected float estimate; int16: remainders of its float32 values; 32-bit: `%` (int32 on magnitudes);
+    floats and 64-bit types divide in their own remainder libraries. A kernel holds the libraries its type divides
+    with and no other, and the one that keeps the error cases the modulus notes (lib/error_notes.wgsl)."""
+    key = _key(MOD_FLOOR, data_type, data_type, (64,))
+    files = shader_files(key)
+    assert tuple(f.removeprefix("lib/") for f in files if f.startswith("lib/") and "lanes" not in f) == \
+        ("error_notes.wgsl",) + libraries + (("reciprocal_table.wgsl",) if table else ())
+    assert (key.operation.workgroup_file is not None) == table
+    assert ("loop/main_prepared.wgsl" in files) == table
 
 
 @pytest.mark.parametrize("operator, in_type, out_type, sizes, strides, expected", [
@@ -152,7 +122,7 @@ def test_units(operator, in_type, out_type, sizes, strides, expected):
     (MOD_FLOOR, DataType.FLOAT16, (256,), None, 1),
 ], ids=["linear", "linear-table", "strided-out", "rows", "replicated", "linear-policy", "linear-other-type"])
 def test_units_per_invocation(operator, data_type, sizes, strides, expected):
-    assert _key(operator, data_type, data_type, sizes, strides, workgroup_size=2).units_per_invocation == expected
+    assert _key(operator, data_type, data_type, sizes, strides, workgroup_size=2).loop.units_per_invocation == expected
 
 
 @pytest.mark.parametrize("operator, data_type", [(IS_NAN, DataType.FLOAT32), (IS_NAN, DataType.FLOAT16),
@@ -162,6 +132,7 @@ def test_kernels_that_do_not_divide_include_no_division(operator, data_type):
     """A kernel includes the remainder libraries only where its operator divides."""
     out_type = DataType.UINT8 if operator == IS_NAN else data_type
     files = shader_files(_key(operator, data_type, out_type, (64,)))
+    assert "loop/main.wgsl" in files
     assert not [f for f in files if "modulus" in f or "divide" in f or "signed_by" in f or "_bits" in f
                 or "rem_by" in f], files
 
@@ -169,9 +140,9 @@ def test_kernels_that_do_not_divide_include_no_division(operator, data_type):
 def test_forms_and_placements_of_a_padded_layout():
     key = _key(MOD_FLOOR, DataType.INT16, DataType.INT16, (4, 64), {"a_tensor": (72, 1), "b_tensor": (0, 1)},
                workgroup_size=2)
-    assert key.forms == (Form.CHUNK_ROWS, Form.CHUNK_ROWS, Form.LINEAR)
-    assert key.placements == (Placement.SEPARATE, Placement.SEPARATE)
-    assert key.grid is Grid.ROWS and key.output_store is OutputStore.UNITS
+    assert key.loop.forms == (Form.CHUNK_ROWS, Form.CHUNK_ROWS, Form.LINEAR)
+    assert key.loop.placements == (Placement.SEPARATE, Placement.SEPARATE)
+    assert key.loop.grid is Grid.ROWS and key.loop.output_store is OutputStore.UNITS
 
 
 def test_kernels_show_the_exact_shader_and_a_dump_holds_every_compiled_one(device, tmp_path, monkeypatch):
@@ -189,8 +160,9 @@ def test_kernels_show_the_exact_shader_and_a_dump_holds_every_compiled_one(devic
     kernels = compiled.kernels(bindings)
     assert len(kernels) == 1 and kernels[0].source == shader_source(kernels[0].key)
     head = kernels[0].source.split("alias InElem")[0]
-    for field in kernels[0].key.__dataclass_fields__:
-        assert f"//   {field} = " in head
+    for part in ("operation", "loop"):
+        for field in getattr(kernels[0].key, part).__dataclass_fields__:
+            assert f"//   {part}.{field} = " in head
     assert not list(tmp_path.iterdir())  # nothing compiled yet
     compiled.execute(bindings)
     dumped = tmp_path / kernels[0].name
@@ -214,15 +186,16 @@ def test_drawn_layout_conversions_run_on_tiles():
             return
         seen["cases"] = seen.get("cases", 0) + 1
         _, plans, _, _ = plan_case(case)
-        tiles = [plan for plan in plans if plan.key.grid is Grid.TILES]
+        tiles = [plan for plan in plans if plan.key.loop.grid is Grid.TILES]
         if tiles:
             seen["tiles"] = seen.get("tiles", 0) + 1
-        for plan in tiles:
-            key = plan.key
-            shape = tile_shape(key.input_type, key.output_type, key.workgroup_size)
-            width, depth = plan.uniforms.sizes[-1], plan.uniforms.sizes[-2]
-            for fact in (key.output_store.name, f"{key.input_type.size * 8}-bit", f"rank {min(key.rank, 3)}",
-                         {Form.TILED: "b tiled", Form.STRIDED: "b where it lies", None: "unary"}[key.forms[1]],
+        for tiled in tiles:
+            key, loop = tiled.key, tiled.key.loop
+            shape = key.tile
+            width, depth = tiled.uniforms.sizes[-1], tiled.uniforms.sizes[-2]
+            bits = key.operation.input_type.size * 8
+            for fact in (loop.output_store.name, f"{bits}-bit", f"rank {min(loop.rank, 3)}",
+                         {Form.TILED: "b tiled", Form.STRIDED: "b where it lies", None: "unary"}[loop.forms[1]],
                          "edge" if width % shape.width or depth % shape.depth else "whole tiles"):
                 seen[fact] = seen.get(fact, 0) + 1
 
@@ -242,8 +215,8 @@ def _plans(operator, in_type, out_type, sizes, strides, offsets=None, **limits):
                     for i, (name, t) in enumerate(zip(spec.tensor_fields, tensors)))
     limits = PlanLimits(**{"binding_size": 2**27, "storage_offset_alignment": 256,
                            "workgroups_per_dimension": 65535, **limits})
-    plans = plan_dispatches(spec, desc, tensors, regions, limits)
-    operands = operands_of(spec)
+    plans = plan_of(desc, tensors, regions, limits)
+    operands = operands_of(len(spec.inputs))
     check_plans(desc, plans, {op: offsets.get(name, 0) for op, name in zip(operands, spec.tensor_fields)},
                 {op: r.buffer_size for op, r in zip(operands, regions)})
     return plans
@@ -275,9 +248,10 @@ def test_layout_conversions_choose_tiles(operator, data_type, sizes, strides, fo
     (even a fast dimension of three elements, once tiles of 32-bit elements are at most 4 deep)."""
     out_type = DataType.UINT8 if operator == IS_NAN else data_type
     (plan,) = _plans(operator, data_type, out_type, sizes, strides, workgroup_size=256 if sizes[0] != 3 else 4)
-    assert plan.key.grid is Grid.TILES
-    assert tuple(f.name if f else None for f in plan.key.forms[:2]) == forms and plan.key.forms[2] is Form.STRIDED
-    assert plan.key.output_store.name == store
+    assert plan.key.loop.grid is Grid.TILES
+    loop_forms = plan.key.loop.forms
+    assert tuple(f.name if f else None for f in loop_forms[:2]) == forms and loop_forms[2] is Form.STRIDED
+    assert plan.key.loop.output_store.name == store
     assert (plan.uniforms.sizes, plan.uniforms.strides[0]) == plane
 
 
@@ -289,7 +263,7 @@ def test_layout_conversions_choose_tiles(operator, data_type, sizes, strides, fo
 def test_no_tiles_where_they_do_not_apply(strides, reason):
     sizes = (3, 64) if reason == "three rows" else (64, 64)
     plans = _plans(SIGN, F32, F32, sizes, strides)
-    assert all(plan.key.grid is not Grid.TILES for plan in plans)
+    assert all(plan.key.loop.grid is not Grid.TILES for plan in plans)
 
 
 def test_tiles_grid_is_capped_per_dimension():
@@ -298,22 +272,23 @@ def test_tiles_grid_is_capped_per_dimension():
     test_tiles runs them)."""
     strides = {"input_tensor": (1, 256)}
     (plan,) = _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=8)
-    assert (plan.key.grid, plan.grid_size, plan.key.tile_loops) == (Grid.TILES, (8, 8, 1), False)
+    assert (plan.key.loop.grid, plan.grid_size, plan.key.loop.tile_loops) == (Grid.TILES, (8, 8, 1), False)
     (plan,) = _plans(SIGN, F32, F32, (256, 256), strides, workgroups_per_dimension=7)
-    assert (plan.key.grid, plan.grid_size, plan.key.tile_loops) == (Grid.TILES, (7, 7, 1), True)
+    assert (plan.key.loop.grid, plan.grid_size, plan.key.loop.tile_loops) == (Grid.TILES, (7, 7, 1), True)
     (plan,) = _plans(SIGN, F32, F32, (3, 5, 64, 64), {"input_tensor": (5 * 4096, 4096, 1, 64)},
                      workgroups_per_dimension=4)
-    assert (plan.key.grid, plan.grid_size, plan.uniforms.plane_count) == (Grid.TILES, (2, 2, 4), 15)
+    assert (plan.key.loop.grid, plan.grid_size, plan.uniforms.plane_count) == (Grid.TILES, (2, 2, 4), 15)
     from gpuops.shaders import shader_source
-    assert plan.key.tile_loops and "const TILE_LOOPS: bool = true;" in shader_source(plan.key)
+    assert plan.key.loop.tile_loops and "const TILE_LOOPS: bool = true;" in shader_source(plan.key)
 
 
 def test_the_model_finds_plain_stores_to_shared_words():
     """int8 rows of 70 bytes share words between rows (and tiles): the plan stores them atomically; with plain
     stores, the footprint model reports the lost updates."""
     (plan,) = _plans(SIGN, I8, I8, (66, 70), {"input_tensor": (1, 66)})
-    assert plan.key.output_store is OutputStore.SCATTER_ATOMIC
-    plain = dataclasses.replace(plan, key=dataclasses.replace(plan.key, output_store=OutputStore.SCATTER_WORDS))
+    assert plan.key.loop.output_store is OutputStore.SCATTER_ATOMIC
+    loop = dataclasses.replace(plan.key.loop, output_store=OutputStore.SCATTER_WORDS)
+    plain = dataclasses.replace(plan, key=dataclasses.replace(plan.key, loop=loop))
     sizes = {Operand.A: 66 * 70 + 256, Operand.OUT: 66 * 70 + 256}
     violations = footprint_of((plain,), (Operand.A, Operand.OUT), sizes).violations
     assert violations and all("not atomically" in v for v in violations)
@@ -334,13 +309,42 @@ def test_tile_shapes(in_type, out_type, width, depth):
     assert small.groups <= 2 and small.column_slots <= 2
 
 
-def test_only_tiles_kernels_change():
-    """A TILES kernel has its own entry point and files; every other kernel's code is what it was (no tile
-    constant, no tile file; its header lists every key field, tile_loops among them)."""
-    from gpuops.shaders import shader_source
-    (tiles,) = _plans(MOD_FLOOR, I8, I8, (64, 64), {"a_tensor": (1, 64), "b_tensor": (1, 64)})
-    (rows,) = _plans(MOD_FLOOR, I8, I8, (64, 64), {"a_tensor": (80, 1), "b_tensor": (0, 1)})
-    tiles_text, rows_text = shader_source(tiles.key), shader_source(rows.key)
-    assert tiles_text.count("fn main(") == 1 and "// ---- tiles.wgsl" in tiles_text and "TILE_GROUPS" in tiles_text
-    rows_code = "\n".join(line for line in rows_text.splitlines() if not line.startswith("//   "))
-    assert rows_code.count("fn main(") == 1 and "tile" not in rows_code.lower()
+@pytest.mark.parametrize("kind", list(CASES_BY_KIND), ids=kind_id)
+def test_every_kind_of_kernel_is_planned_and_holds_only_its_own_code(kind):
+    """Each kind of kernel (grid, output store, storage, workgroup memory) has a layout that plans it, whose
+    footprint is exact. Its text is the prelude and whole files, one entry point; the files of a grid, an output
+    store and a unit shape (wgsl/loop/grids/, stores/, units/) are in the kernels of that grid, store and shape
+    only, and every function they define is called in the kernel: no stubs, nothing cut out of a file, no other
+    grid's or store's code."""
+    desc, plans, offsets, buffer_sizes = plan_case(CASES_BY_KIND[kind])
+    check_plans(desc, plans, offsets, buffer_sizes)
+    (key,) = {plan.key for plan in plans if kind_of(plan) == kind}
+    text, files = shader_source(key), shader_files(key)
+    assert text == "\n".join([prelude(key)] + [f"// ---- {f}\n{wgsl_file(f)}" for f in files])
+    assert text.count("@compute") == 1 and text.count("fn main(") == 1
+    own = [f for f in files if f.startswith(("loop/grids/", "loop/stores/", "loop/units/"))]
+    for name in (name for f in own for name in re.findall(r"\bfn (\w+)\(", wgsl_file(f))):
+        assert len(re.findall(rf"\b{name}\(", text)) >= 2, f"{name} is never called"
+    grid_files = {f for f in files if f.startswith("loop/grids/")}
+    assert all(kind[0].name.lower().split("_")[0] in f for f in grid_files), grid_files
+    assert all(kind[1].name.lower().split("_")[0] in f or "whole" in f for f in own if "/stores/" in f)
+    if spec_of(desc).error_flags:
+        # The NumPy level's variant (Operation.error_flags): the same loop, windows and grid; its text adds the flag
+        # word's binding after the loop's views, the report and an entry point that calls it, and no other file.
+        _, reporting, _, _ = plan_case(CASES_BY_KIND[kind], error_flags=True)
+        assert [(p.key.loop, p.windows, p.uniforms, p.grid_size) for p in reporting] == \
+            [(p.key.loop, p.windows, p.uniforms, p.grid_size) for p in plans]
+        (flagged,) = {plan.key for plan in reporting if kind_of(plan) == kind}
+        assert flagged.operation == dataclasses.replace(key.operation, error_flags=True)
+        added = [f for f in shader_files(flagged) if f not in files]
+        assert added == [f for f in added if "reporting" in f] + ["lib/error_flags.wgsl"] and len(added) == 2, added
+        flagged_text = shader_source(flagged)
+        assert flagged_text.count("fn main(") == 1 and flagged_text.count("finish_invocation();") == 1
+
+
+def test_no_wgsl_function_is_a_stub():
+    """Every function in wgsl/ does something: a kernel without a path has no call to it."""
+    from gpuops.shaders import WGSL_DIR
+    for path in WGSL_DIR.rglob("*.wgsl"):
+        text = re.sub(r"//[^\n]*", "", path.read_text())
+        assert not re.search(r"\bfn \w+\([^)]*\)[^{]*\{\s*\}", text), path

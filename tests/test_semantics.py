@@ -173,12 +173,12 @@ def test_modulus_float_path_boundaries(device, dtype):
 
 @pytest.mark.parametrize("pack_rounds", [False, True], ids=["rounded-on-bits", "pack-rounds"])
 def test_float16_modulus_floor_rounding(device, monkeypatch, pack_rounds):
-    """float16 MODULUS_FLOOR's results where |a| < |b| and the signs differ are b + a rounded from float32 to float16
-    as NumPy rounds (to nearest, ties to even). pack2x16float may round either way (WGSL), so the kernel rounds on
-    the bits first unless the device's probe found pack2x16float rounding so itself (Device.pack_rounds_to_nearest,
-    KernelKey.pack_rounds_to_nearest). Both paths, on every divisor exponent, with dividends a unit, a half unit
-    (ties) and a quarter unit of the divisor's exponent away from a few units of the sum's last place; the path
-    that trusts pack2x16float only where the probe found it trustworthy."""
+    """float16 MODULUS_FLOOR's results where |a| < |b| and the signs differ are b + a rounded from float32 to float16 as
+    NumPy rounds (to nearest, ties to even). pack2x16float may round either way (WGSL), so the kernel rounds on the bits
+    first unless the device's probe found pack2x16float rounding so itself (Device.probe_pack_rounding, the Operation's
+    F16_PACK_ROUNDS_TO_NEAREST). Both paths, on every divisor exponent, with dividends a unit, a half unit (ties) and a
+    quarter unit of the divisor's exponent away from a few units of the sum's last place; the path that trusts
+    pack2x16float only where the probe found it trustworthy."""
     if pack_rounds and not device_with(device).probe_pack_rounding():
         pytest.skip(f"pack2x16float does not round to nearest, ties to even, on {device.adapter_name}")
     rng = np.random.default_rng(1616)
@@ -195,4 +195,4 @@ def test_float16_modulus_floor_rounding(device, monkeypatch, pack_rounds):
     keys = kernel_keys(rounded, monkeypatch)
     got = run_numpy_api("ELEMENT_WISE_MODULUS_FLOOR", None, DataType.FLOAT16, a, b, device=rounded)
     assert_same_bits(got, reference("ELEMENT_WISE_MODULUS_FLOOR", None, DataType.FLOAT16, a, b), a, b)
-    assert keys and all(key.pack_rounds_to_nearest == pack_rounds for key in keys)
+    assert keys and all(("F16_PACK_ROUNDS_TO_NEAREST", pack_rounds) in key.operation.constants for key in keys)

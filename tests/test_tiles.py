@@ -1,7 +1,8 @@
-"""The TILES grid on the GPU (wgsl/tiles.wgsl): inputs whose fastest dimension is not the output's (2-D transposes,
-NCHW read into NHWC, other orders), every operator x type, bit for bit against NumPy, with canary bytes around the
-elements and binding offsets. Tiles are small (workgroups of eight) so that tensors of a few thousand elements
-hold whole tiles, edge tiles and rows that start inside a word; one layout runs at the default workgroup size."""
+"""The TILES grid on the GPU (wgsl/loop/grids/tiles.wgsl): inputs whose fastest dimension is not the output's (2-D
+transposes, NCHW read into NHWC, other orders), every operator x type, bit for bit against NumPy, with canary bytes
+around the elements and binding offsets. Tiles are small (workgroups of eight) so that tensors of a few thousand
+elements hold whole tiles, edge tiles and rows that start inside a word; one layout runs at the default workgroup
+size."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from gpuops import DataType
-from gpuops.plan import Form, Grid, OutputStore
+from gpuops.kernel import Form, Grid, OutputStore
 
 from .dml import device_with, kernel_keys, made_plans, make_desc, run_and_check
 from .reference import BINARY, op_cases, random_values
@@ -89,13 +90,13 @@ def test_layout_conversions(device, tiles_device, monkeypatch, case, name):
     run_and_check(runner, desc, rng, lambda t, n: random_values(t, n, rng), offsets=offsets)
     assert keys
     if not layout.tiles:
-        assert all(key.grid is not Grid.TILES for key in keys)
+        assert all(key.loop.grid is not Grid.TILES for key in keys)
         return
-    assert all(key.grid is Grid.TILES for key in keys)
+    assert all(key.loop.grid is Grid.TILES for key in keys)
     if layout.looped:  # more tiles than workgroups along every grid dimension
         assert {dispatch.grid for dispatches in made for dispatch in dispatches} == {(2, 2, 2)}
-    assert all(key.tile_loops == layout.looped for key in keys)
+    assert all(key.loop.tile_loops == layout.looped for key in keys)
     tiled = (Form.TILED, Form.TILED if layout.second_tiled else Form.STRIDED)
-    assert all(key.forms[:len(names)] == tiled[:len(names)] for key in keys)
+    assert all(key.loop.forms[:len(names)] == tiled[:len(names)] for key in keys)
     atomic = not _rows_on_words(layout, out_type)
-    assert all((key.output_store is OutputStore.SCATTER_ATOMIC) == atomic for key in keys)
+    assert all((key.loop.output_store is OutputStore.SCATTER_ATOMIC) == atomic for key in keys)

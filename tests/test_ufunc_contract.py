@@ -537,14 +537,27 @@ def test_error_flag_over_layouts(device, case, errors):
 
 
 def test_directml_level_kernels_report_nothing(device):
-    """The DML level's kernels have no flag word: their notes go to lib/no_error_flags.wgsl."""
+    """The DML level's kernels have no flag word and no report (what the modulus's files note is never read); the
+    NumPy level's variant is the same loop with the flag word bound after the loop's views, the report library and
+    the reporting entry point. An operator whose row reports nothing has no such variant."""
     desc = make_desc("ELEMENT_WISE_MODULUS_FLOOR", None, DataType.INT8, DataType.INT8, (64,))
     buffers = [device.wgpu_device.create_buffer(size=64, usage=USAGE) for _ in range(3)]
     bindings = {name: gpuops.Binding(buffer) for name, buffer in zip(("a_tensor", "b_tensor", "output_tensor"),
                                                                       buffers)}
-    (kernel,) = device.compile(desc).kernels(bindings)
-    assert not kernel.key.error_flags and "error_flags:" not in kernel.source
-    assert "// ---- lib/no_error_flags.wgsl" in kernel.source
-    with pytest.raises(ValueError, match="reports no floating-point errors"):
-        gpuops.plan.plan_dispatches(gpuops.operators.spec_by_name("ELEMENT_WISE_SIGN"), None, (), (), None,
-                                    error_flags=True)
+    compiled = device.compile(desc)
+    (kernel,) = compiled.kernels(bindings)
+    assert not kernel.key.operation.error_flags and " error_flags: " not in kernel.source
+    assert "// ---- lib/error_notes.wgsl" in kernel.source and "// ---- lib/error_flags.wgsl" not in kernel.source
+    assert "finish_invocation" not in kernel.source
+    (reporting,) = compiled.kernels(bindings, error_flags=True)
+    assert reporting.key.operation.error_flags and reporting.key.loop == kernel.key.loop
+    views = gpuops.shaders.bindings(reporting.key)
+    assert views[:-1] == gpuops.shaders.bindings(kernel.key) and views[-1][1:] == ("error_flags", "read_write", None)
+    assert "// ---- lib/error_flags.wgsl" in reporting.source and "finish_invocation();" in reporting.source
+    sign = make_desc("ELEMENT_WISE_SIGN", None, DataType.INT8, DataType.INT8, (64,))
+    with pytest.raises(gpuops.ValidationError, match="ELEMENT_WISE_SIGN reports no floating-point errors"):
+        device.compile(sign).bind_with_error_flags({"input_tensor": bindings["a_tensor"],
+                                                    "output_tensor": bindings["output_tensor"]},
+                                                   gpuops.Binding(buffers[1]))
+    for buffer in buffers:
+        buffer.destroy()

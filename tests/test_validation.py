@@ -2,8 +2,9 @@
 
 Each rule is checked both ways: a valid description is accepted, and each broken variant is refused with a
 ValidationError whose `.field` is the exact field path, whose `.operator` is the DML_OPERATOR_... name, and whose
-message names both and the offending value. The expected support tables below are transcribed from the
-reference independently of gpuops/support.py, so a wrong row there makes these tests fail.
+message names both and the offending value. The operators come from gpuops' rows; what each must accept comes from
+docs/semantics.md's tables (tests/contract.py), transcribed from DirectML's documentation independently of the
+rows, so a wrong row there makes these tests fail.
 """
 
 from __future__ import annotations
@@ -23,42 +24,69 @@ from gpuops import (
     FeatureLevel,
     IsInfinityDesc,
     IsInfinityMode,
-    IsNanDesc,
-    ModulusFloorDesc,
-    ModulusTruncateDesc,
     SignDesc,
     TensorDesc,
     TensorFlags,
     ValidationError,
     validate,
 )
+from gpuops.operators import OPERATORS, spec_by_name
+
+from .contract import operators_table, support_rows
 
 T = DataType
 L = FeatureLevel
-
-# ---------------------------------------------------------------------------------------------------------------
-# The contract, transcribed from DirectML's documentation (independent of gpuops/support.py).
-# ---------------------------------------------------------------------------------------------------------------
 
 FLOATS = frozenset({T.FLOAT32, T.FLOAT16})
 SMALL_INTS = frozenset({T.INT32, T.INT16, T.INT8, T.UINT32, T.UINT16, T.UINT8})
 INT64S = frozenset({T.INT64, T.UINT64})
 ALL_TYPES = tuple(DataType)
 LEVELS = tuple(FeatureLevel)
+CONTRACT = support_rows()
 
 
 @dataclasses.dataclass(frozen=True)
 class Op:
+    """An operator as the tests see it: its description class and fields from its row, its support from the
+    contract."""
+
     name: str  # ELEMENT_WISE_...
-    desc_type: type
-    inputs: tuple[str, ...]
-    output: str
-    since: FeatureLevel
-    same_type: bool  # all tensors must share one DataType
+
+    @property
+    def spec(self):
+        return spec_by_name(self.name)
+
+    @property
+    def desc_type(self) -> type:
+        return self.spec.desc_type
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.spec.inputs
+
+    @property
+    def output(self) -> str:
+        return self.spec.output
 
     @property
     def fields(self) -> tuple[str, ...]:
         return self.inputs + (self.output,)
+
+    @property
+    def since(self) -> FeatureLevel:
+        return CONTRACT[self.name][0].since
+
+    @property
+    def same_type(self) -> bool:
+        """All tensors must share one DataType."""
+        return CONTRACT[self.name][0].output_types is None
+
+    @property
+    def default_type(self) -> DataType:
+        """The inputs' type in the tests' valid descriptions: FLOAT32 where the operator takes it from its first
+        level, else the first type it takes there."""
+        types = CONTRACT[self.name][0].input_types
+        return T.FLOAT32 if T.FLOAT32 in types else min(types)
 
     @property
     def cls(self) -> str:
@@ -69,40 +97,27 @@ class Op:
         return f"DML_OPERATOR_{self.name}"
 
 
-SIGN = Op("ELEMENT_WISE_SIGN", SignDesc, ("input_tensor",), "output_tensor", L.LEVEL_2_0, True)
-IS_NAN = Op("ELEMENT_WISE_IS_NAN", IsNanDesc, ("input_tensor",), "output_tensor", L.LEVEL_2_0, False)
-IS_INF = Op("ELEMENT_WISE_IS_INFINITY", IsInfinityDesc, ("input_tensor",), "output_tensor", L.LEVEL_2_1, False)
-MOD_T = Op("ELEMENT_WISE_MODULUS_TRUNCATE", ModulusTruncateDesc, ("a_tensor", "b_tensor"), "output_tensor",
-           L.LEVEL_2_1, True)
-MOD_F = Op("ELEMENT_WISE_MODULUS_FLOOR", ModulusFloorDesc, ("a_tensor", "b_tensor"), "output_tensor",
-           L.LEVEL_2_1, True)
-OPS = (SIGN, IS_NAN, IS_INF, MOD_T, MOD_F)
+OPS = tuple(Op(spec.name) for spec in OPERATORS)
+SIGN, IS_NAN, IS_INF, MOD_T, MOD_F = (Op(f"ELEMENT_WISE_{name}") for name in (
+    "SIGN", "IS_NAN", "IS_INFINITY", "MODULUS_TRUNCATE", "MODULUS_FLOOR"))
+
+
+def contract_row(op: Op, level: FeatureLevel):
+    """The contract's row in force at `level`, or None where the operator does not exist."""
+    rows = [row for row in CONTRACT[op.name] if row.since <= level]
+    return rows[-1] if rows else None
 
 
 def expected_types(op: Op, level: FeatureLevel) -> dict[str, frozenset[DataType]] | None:
     """Allowed data types per tensor field, or None when the operator does not exist at `level`."""
-    if level < op.since:
+    row = contract_row(op, level)
+    if row is None:
         return None
-    if op is SIGN:
-        types = FLOATS
-        if level >= L.LEVEL_2_1:
-            types |= SMALL_INTS
-        if level >= L.LEVEL_4_1:
-            types |= INT64S
-        return {f: types for f in op.fields}
-    if op is IS_NAN:
-        out = frozenset({T.UINT8, T.UINT32}) if level >= L.LEVEL_3_0 else frozenset({T.UINT8})
-        return {"input_tensor": FLOATS, "output_tensor": out}
-    if op is IS_INF:
-        return {"input_tensor": FLOATS, "output_tensor": frozenset({T.UINT8})}
-    types = FLOATS | SMALL_INTS
-    if level >= L.LEVEL_6_0:
-        types |= INT64S
-    return {f: types for f in op.fields}
+    return {**{f: row.input_types for f in op.inputs}, op.output: row.output_types or row.input_types}
 
 
-def expected_dims(level: FeatureLevel) -> tuple[int, ...]:
-    return (4,) if level < L.LEVEL_3_0 else tuple(range(1, 9))
+def expected_dims(op: Op, level: FeatureLevel) -> tuple[int, ...]:
+    return contract_row(op, level).dimension_counts
 
 
 def levels_of(op: Op) -> list[FeatureLevel]:
@@ -110,9 +125,18 @@ def levels_of(op: Op) -> list[FeatureLevel]:
 
 
 def default_types(op: Op) -> dict[str, DataType]:
-    if op in (IS_NAN, IS_INF):
-        return {"input_tensor": T.FLOAT32, "output_tensor": T.UINT8}
-    return {f: T.FLOAT32 for f in op.fields}
+    """Inputs of the operator's default type, the output of the type DirectML gives where none is named."""
+    return {**{f: op.default_type for f in op.inputs}, op.output: op.spec.output_type(op.default_type)}
+
+
+def test_the_contract_documents_every_operator():
+    """docs/semantics.md names every operator of the rows, with its DirectML id, the level it exists from and its
+    tensors and attributes; and no other."""
+    documented = operators_table()
+    assert set(documented) == set(CONTRACT) == {spec.name for spec in OPERATORS}
+    for spec in OPERATORS:
+        names = tuple(f.removesuffix("_tensor") for f in spec.tensor_fields) + tuple(a.name for a in spec.attributes)
+        assert documented[spec.name] == (spec.dml_id, CONTRACT[spec.name][0].since.label, names)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -128,16 +152,16 @@ def build(op: Op, sizes=SIZES4, types: dict | None = None, mode=None, **tensors:
     dts = default_types(op)
     dts.update(types or {})
     args = {f: tensors.get(f, TensorDesc(dts[f], tuple(sizes))) for f in op.fields}
-    if op is IS_INF and mode is not None:
-        args["infinity_mode"] = mode
+    if mode is not None:
+        args[op.spec.mode_attribute.name] = mode
     return op.desc_type(**args)
 
 
 def same_type(op: Op, dtype: DataType, sizes=SIZES4):
-    """All tensors of a same-type op of one dtype; for IS_NAN/IS_INFINITY the input only (output UINT8)."""
+    """All tensors of a same-type op of one dtype; for the others the inputs only (IS_NAN's output UINT8)."""
     if op.same_type:
         return build(op, sizes, {f: dtype for f in op.fields})
-    return build(op, sizes, {"input_tensor": dtype})
+    return build(op, sizes, {f: dtype for f in op.inputs})
 
 
 def accepted(desc, level) -> None:
@@ -185,7 +209,7 @@ def ids(values):
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
 @pytest.mark.parametrize("level", LEVELS, ids=lambda lv: lv.label)
 def test_operator_exists_from_its_level(op, level):
-    desc = build(op)  # FLOAT32, 4-D: valid wherever the operator exists
+    desc = build(op)  # the default type, 4-D: valid wherever the operator exists
     if level >= op.since:
         accepted(desc, level)
     else:
@@ -249,15 +273,15 @@ def test_data_type_matrix_first_tensor(op, level, dtype):
 @pytest.mark.parametrize("level", LEVELS, ids=lambda lv: lv.label)
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
 def test_data_type_matrix_output_only(op, level, dtype):
-    """Valid inputs (FLOAT32), only the output of `dtype`."""
+    """Valid inputs (the default type), only the output of `dtype`."""
     desc = build(op, types={op.output: dtype})
     table = expected_types(op, level)
     if table is None:
         refused_missing(op, desc, level)
     elif dtype not in table[op.output]:
         refused(op, desc, level, "output_tensor.data_type", dtype.name, level.label, "not supported")
-    elif op.same_type and dtype != T.FLOAT32:
-        refused(op, desc, level, "output_tensor.data_type", dtype.name, "FLOAT32", "must be equal")
+    elif op.same_type and dtype != op.default_type:
+        refused(op, desc, level, "output_tensor.data_type", dtype.name, op.default_type.name, "must be equal")
     else:
         accepted(desc, level)
 
@@ -426,10 +450,11 @@ def test_dimension_count_matrix(op, level, count):
     desc = _dims_desc(op, count)
     if level < op.since:
         refused_missing(op, desc, level)
-    elif count in expected_dims(level):
+    elif count in expected_dims(op, level):
         accepted(desc, level)
     else:
-        allowed = "exactly 4" if level < L.LEVEL_3_0 else "1 to 8"
+        dims = expected_dims(op, level)
+        allowed = f"exactly {dims[0]}" if len(dims) == 1 else f"{dims[0]} to {dims[-1]}"
         refused(op, desc, level, f"{op.fields[0]}.sizes", f"{count} dimensions", level.label, allowed)
 
 
@@ -596,6 +621,7 @@ def test_alignment_of_is_nan_tensors_uses_each_element_size():
 @pytest.mark.parametrize("level", [L.LEVEL_2_1, L.LEVEL_6_4], ids=lambda lv: lv.label)
 @pytest.mark.parametrize("op", OPS, ids=lambda o: o.name)
 def test_owned_by_dml_inputs_only(op, level):
+    level = max(level, op.since)
     owned = {name: TensorDesc(default_types(op)[name], SIZES4, flags=TensorFlags.OWNED_BY_DML) for name in op.fields}
     for name in op.inputs:
         accepted(build(op, **{name: owned[name]}), level)
@@ -814,7 +840,7 @@ def tensor_layout(draw, data_type: DataType, sizes, is_output: bool) -> TensorDe
 def valid_case(draw):
     op = draw(st.sampled_from(OPS))
     level = draw(st.sampled_from(levels_of(op)))
-    count = draw(st.sampled_from(expected_dims(level)))
+    count = draw(st.sampled_from(expected_dims(op, level)))
     sizes = tuple(draw(st.lists(st.integers(1, 4), min_size=count, max_size=count)))
     table = expected_types(op, level)
     if op.same_type:
@@ -823,8 +849,8 @@ def valid_case(draw):
     else:
         types = {f: draw(st.sampled_from(sorted(table[f]))) for f in op.fields}
     args = {f: draw(tensor_layout(types[f], sizes, f == op.output)) for f in op.fields}
-    if op is IS_INF:
-        args["infinity_mode"] = draw(st.sampled_from(list(IsInfinityMode)))
+    for attribute in op.spec.attributes:
+        args[attribute.name] = draw(st.sampled_from(attribute.values))
     return op, level, op.desc_type(**args)
 
 
@@ -851,7 +877,7 @@ def broken_case(draw):
         sizes[i] = draw(st.sampled_from([0, -1, -7]))
         new, field = replace(tensor, sizes=tuple(sizes)), f"{name}.sizes[{i}]"
     elif kind == "dim_count":
-        bad = draw(st.sampled_from([c for c in range(10) if c not in expected_dims(level)]))
+        bad = draw(st.sampled_from([c for c in range(10) if c not in expected_dims(op, level)]))
         new = replace(tensor, sizes=(1,) * bad, strides=None, total_tensor_size_in_bytes=None)
         field = f"{name}.sizes"
     elif kind == "stride_length":

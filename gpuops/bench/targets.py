@@ -29,7 +29,6 @@ from ..device import Binding, Device
 from ..enums import DataType
 from ..errors import GpuOpsError
 from ..operators import OPERATORS, SignDesc, spec_by_name
-from ..support import support_row
 from ..tensor import TensorDesc
 from . import report
 from .cupy_compare import cupy_cuda, time_cupy
@@ -99,13 +98,12 @@ class TargetOptions:
 def type_pairs(operator: str, level) -> list[tuple[DataType, DataType]]:
     """(input, output) types of the operator's rows: each input type with itself where the operator allows it, else
     with every output type it allows."""
-    row = support_row(operator, level)
+    row = spec_by_name(operator).support_row(level)
     if row is None:
         return []
-    spec = spec_by_name(operator)
-    outs = row.types[spec.output]
+    outs = row.output_types
     pairs = []
-    for t in sorted(row.types[spec.inputs[0]]):
+    for t in sorted(row.input_types):
         pairs += [(t, t)] if t in outs else [(t, o) for o in sorted(outs)]
     return pairs
 

@@ -22,7 +22,6 @@ from ..device import Binding, Device
 from ..enums import DataType
 from ..errors import ValidationError
 from ..operators import OPERATORS, OperatorSpec, spec_by_name
-from ..support import support_row
 from ..tensor import TensorDesc, implied_size_in_bytes, packed_strides
 from . import reference
 from .cupy_compare import time_cupy
@@ -154,11 +153,11 @@ def default_output_type(spec: OperatorSpec, data_type: DataType) -> DataType:
 
 def supported_types(spec: OperatorSpec, level) -> list[DataType]:
     """Input data types the operator accepts at `level`, in a stable order."""
-    row = support_row(spec.name, level)
+    row = spec.support_row(level)
     if row is None:
         return []
     order = list(DataType)
-    return sorted(row.types[spec.inputs[0]], key=order.index)
+    return sorted(row.input_types, key=order.index)
 
 
 def tensor_strides(case: Case) -> dict[str, tuple[int, ...]]:

@@ -105,7 +105,7 @@ fn f16_pair_rem(a: u32, b: u32, floored: bool) -> F16PairResult {
     if (floored) {
         // rest to the nearest float16 value, ties to even, as NumPy rounds it. WGSL lets pack2x16float round an
         // inexact value either way, so where the device's probe did not find it rounding to nearest, ties to even
-        // (F16_PACK_ROUNDS_TO_NEAREST, KernelKey.pack_rounds_to_nearest), the value is rounded on its bits first:
+        // (F16_PACK_ROUNDS_TO_NEAREST, the Operation's constant), the value is rounded on its bits first:
         // float32's significand cut to float16's 10 bits after adding half float16's unit less one and the kept
         // part's lowest bit (a carry into the exponent is the right rounding). rest is zero (which stays zero;
         // abs: x = -0 leaves rest = -0, whose result is +0, b's sign added) or, in a usual lane, at least 2^-14,
@@ -161,7 +161,7 @@ fn f16_special_operands(a: u32, b: u32) -> bool {
 }
 
 // f16_remainder_bits for special operands (f16_special_operands): NaN for a NaN operand, a = ±inf or b = ±0 (invalid,
-// noted (lib/error_flags.wgsl) where no operand is NaN or one is a signalling NaN, its quiet bit clear, as NumPy's
+// noted (lib/error_notes.wgsl) where no operand is NaN or one is a signalling NaN, its quiet bit clear, as NumPy's
 // float32 fmodf raises it); for b = ±inf and a finite, C's remainder is a, and Python's modulus a + ±inf as NumPy
 // computes it: ±inf where a is non-zero of the other sign, a otherwise, and a zero takes b's sign.
 fn f16_special_rem(a: u32, b: u32, floor: bool) -> u32 {

@@ -98,7 +98,7 @@ fn f32_rem_fast(ua: u32, ub: u32, d: u32) -> u32 {
 fn f32_remainder_any(a: u32, b: u32, floored: bool) -> u32 {
     let ua = a & F32_ABS;
     let ub = b & F32_ABS;
-    // NaN operand, a = ±inf or b = ±0: NaN. Invalid (noted, lib/error_flags.wgsl) where no operand is NaN, or one
+    // NaN operand, a = ±inf or b = ±0: NaN. Invalid (noted, lib/error_notes.wgsl) where no operand is NaN, or one
     // is a signalling NaN (its quiet bit clear), as C's fmodf raises it.
     if (ua >= F32_INF || ub > F32_INF || ub == 0u) {
         let signalling = (ua > F32_INF && (ua & 0x00400000u) == 0u) || (ub > F32_INF && (ub & 0x00400000u) == 0u);

@@ -48,6 +48,6 @@ fn signed_lane_rem(a: u32, b: u32, floored: bool) -> u32 {
 fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     let r = signed_lane_rem(a & IN_MASK, b & IN_MASK, floored) | (signed_lane_rem(a >> 16u, b >> 16u, floored) << 16u);
     let zero = lanes_zero(b);
-    note_errors(zero);  // x % 0 (lib/error_flags.wgsl)
+    note_errors(zero);  // x % 0 (lib/error_notes.wgsl)
     return r & ~lanes_fill(zero);
 }

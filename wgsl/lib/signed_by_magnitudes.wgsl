@@ -1,6 +1,6 @@
 // Remainders of signed integer lanes (dtype/sint.wgsl) from the remainders of their magnitudes (magnitude_rem, from
 // the kernel's divider in lib/divide_*.wgsl), the signs put back on all lanes at once. x % 0 is 0 (gpuops decision,
-// as NumPy) and noted (lib/error_flags.wgsl), and INT_MIN % -1 gives 0, never a fault.
+// as NumPy) and noted (lib/error_notes.wgsl), and INT_MIN % -1 gives 0, never a fault.
 
 // |x| in every lane, as an unsigned number (the most negative value's magnitude fits too): the complement of a
 // negative lane plus one, which cannot carry out of the lane (the complement is at most LANE_LOW's lane).

@@ -60,6 +60,6 @@ fn signed_lanes_rem(a: u32, b: u32, floored: bool) -> u32 {
     r = insertBits(r, signed_lane_rem(a, b, 16u, floored), 16u, 8u);
     r += signed_lane_rem(a, b, 24u, floored) << 24u;  // the top lane: its bits above 8 shift out
     let zero = lanes_zero(b);
-    note_errors(zero);  // x % 0 (lib/error_flags.wgsl)
+    note_errors(zero);  // x % 0 (lib/error_notes.wgsl)
     return r & ~lanes_fill(zero);
 }

@@ -1,0 +1,16 @@
+// DIVISOR_ROWS (divisor_rows.wgsl) where the operation keeps a table in workgroup memory: prepared after the first
+// unit's loads, before any result needs it.
+fn run_workgroup(group: vec3<u32>, groups: vec3<u32>, lane: u32) {
+    let first_row = group_first_row(group, groups);
+    if (first_row >= params.row_count) {
+        return;  // the grid's surplus: whole workgroups, before the barrier
+    }
+    let g = divisor_rows(first_row);
+    for (var i = 0u; i < UNITS_PER_INVOCATION; i += 1u) {
+        let units = load_divisor_units(g, group, lane, i);
+        if (i == 0u) {
+            prepare_workgroup(lane);
+        }
+        store_divisor_units(units);
+    }
+}
