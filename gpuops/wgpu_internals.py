@@ -281,7 +281,13 @@ def host_access(module: types.ModuleType, wgpu_device):
         return PromiseAccess(module, _dawn_process_events(module), _dawn_future_waiter(module))
     if _native() is not None and not released(wgpu_device):
         return NativeAccess(wgpu_device)
-    return PromiseAccess(module)
+    return public_access(module)
+
+
+def public_access(module: types.ModuleType) -> PromiseAccess:
+    """The access through the backend's public API alone, as where none of the internals above exist: wgpu-py's
+    map_async, and on Dawn its process_events between pauses."""
+    return PromiseAccess(module, _dawn_process_events(module) if module.__name__ == "wgpudawn" else None)
 
 
 def _dawn_process_events(module: types.ModuleType):

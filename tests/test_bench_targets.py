@@ -233,11 +233,14 @@ def test_a_noise_target_samples_every_figure_until_met_or_out_of_time(capsys, tm
     validate_targets_document(doc)
     assert (doc["settings"]["max_noise"], doc["settings"]["max_time_s"]) == (pytest.approx(1e-4), 0.2)
     (row,) = doc["transposed"]
-    assert row["stopped_on"] in stats.ABOVE_TARGET and row["iterations"] > 3  # llvmpipe is noisier than 0.01%
     for library in ("torch", "cupy"):
         assert (row[library]["stopped_on"], row[library]["iterations"], row[library]["gpu_noise"]) == ("noise", 3, 0)
-    assert "'!': sampling ended on its budget above the target 0.01%" in out
     assert f"| sign float32 | 32x32 | {row['gbps']:.0f} | {targets._noise_cell(row)} | " in out
+    if row["gpu_noise"] <= 1e-4:  # a GPU whose timestamps read the same for every dispatch this small
+        assert (row["stopped_on"], row["iterations"]) == ("noise", 3)
+        return
+    assert row["stopped_on"] in stats.ABOVE_TARGET and row["iterations"] > 3  # (llvmpipe: always)
+    assert "'!': sampling ended on its budget above the target 0.01%" in out
     assert targets._noise_cell(row).endswith(f"! ({row['iterations']})")
 
 

@@ -503,7 +503,7 @@ def test_calls_run_through_wgpu_pys_public_maps_where_its_internals_are_missing(
     """The fallback of a wgpu-py without the internals gpuops uses (gpuops/wgpu_internals.py): wgpu-py's own
     map_async and promises, for read-backs, large uploads and synchronize."""
     fresh = device_with(device)
-    fresh.host_access = wgpu_internals.PromiseAccess(fresh.wgpu)
+    fresh.host_access = wgpu_internals.public_access(fresh.wgpu)
     x = specials("float16")
     assert_identical(gpuops.sign(x, device=fresh), numpy_sign(x))
     assert_identical(gpuops.is_nan(x, device=fresh), np.isnan(x))

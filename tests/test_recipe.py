@@ -81,7 +81,9 @@ def test_a_new_operator_takes_the_recipe_alone(tmp_path):
         original = target.read_text()
         assert original.count(anchor) == 1, (path, anchor)
         target.write_text(original.replace(anchor, text + anchor))
-    environment = {**os.environ, "PYTHONPATH": str(copy)}
+    # the copy first; the caller's path after it (where wgpu and pytest may be installed)
+    path = os.pathsep.join(p for p in (str(copy), os.environ.get("PYTHONPATH", "")) if p)
+    environment = {**os.environ, "PYTHONPATH": path}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "negate", *GENERIC_TESTS]
     collected = subprocess.run(command + ["--collect-only"], cwd=copy, env=environment, capture_output=True,
                                text=True)
