@@ -91,7 +91,8 @@ def validate_document(doc: dict) -> None:
            "sweep": {"layout": str, "min_elements": int, "max_elements": int}}[doc["command"]]
     expect_keys(settings, {"iterations": int, "warmup": int, "repeats": int, "max_noise": OPTIONAL_NUMBER,
                            "max_time_s": NUMBER, "max_samples": int, "cache": list, "flush_bytes": OPTIONAL_INT,
-                           "compare": list, "cuda_context": bool, **own}, "settings")
+                           "compare": list, "cuda_context": bool, "data": str, **own}, "settings")
+    assert settings["data"] in ("bench", "worst")
     assert settings["iterations"] >= 1 and settings["warmup"] >= 0 and settings["repeats"] >= 1
     assert settings["cache"] in (["warm"], ["cold"], ["warm", "cold"])
     assert (settings["flush_bytes"] is None) == ("cold" not in settings["cache"])
