@@ -141,4 +141,5 @@ def test_float32_remainder_steps_are_exact(ulps: int):
     eb = np.maximum(ub >> 23, 1).astype(np.float64)
     want = np.fmod(ua.view(np.float32), ub.view(np.float32)).astype(np.float64) * 2.0 ** (150 - eb)
     bad = np.flatnonzero(got != want)
-    assert bad.size == 0, f"{len(bad)} wrong, first {ua[bad[0]]:#x} mod {ub[bad[0]]:#x}: {got[bad[0]]} not {want[bad[0]]}"
+    assert bad.size == 0, (f"{len(bad)} wrong, first {ua[bad[0]]:#x} mod {ub[bad[0]]:#x}: {got[bad[0]]} not "
+                           f"{want[bad[0]]}")

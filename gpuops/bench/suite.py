@@ -21,8 +21,8 @@ from .ticks import TickConversion, calibrate
 from .timing import CacheFlush, GpuTimer, Sampler
 from .cupy_compare import cupy_cuda
 from .torch_compare import torch_cuda
-from .workload import (DATA_SETS, Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure, nchw_sizes,
-                       slot_sizes, supported_types, tensor_strides)
+from .workload import (DATA_SETS, Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure,
+                       nchw_sizes, slot_sizes, supported_types, tensor_strides)
 
 DEFAULT_DTYPES = ("float32", "float16", "int32")
 SOFTWARE_DEFAULT_ELEMENTS = 1 << 22  # well under a minute for the whole default table on lavapipe
