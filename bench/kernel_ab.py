@@ -11,7 +11,8 @@ that does (the NumPy level's), their flag words bound to a buffer of this script
 after either version's run.
 
 Both versions' kernels bind the same buffers the same way (the bindings, their layout and the uniforms are this
-checkout's): only the shader text differs. The table gives each row's median GPU time of each version over the
+checkout's): only the shader text differs. A CUDA context is held through PyTorch where it is importable: NVIDIA's
+driver otherwise runs Vulkan compute in a lower performance state. The table gives each row's median GPU time of each version over the
 rounds and this checkout's over the other's; `--json` keeps them (and every round's figures). `--elements` must be
 the one the dump was made with; `--data` picks the inputs' values (gpuops-bench targets' data sets: the goals' by
 default, the benchmark's `bench` or its `worst`).
@@ -32,6 +33,7 @@ import gpuops
 from gpuops.bench.reference import compare
 from gpuops.bench.targets import DATA_SETS, DEFAULT_ELEMENTS, label
 from gpuops.bench.timing import GpuTimer
+from gpuops.bench.torch_compare import torch_cuda
 from gpuops.bench.workload import Workload, bytes_moved, element_view
 from gpuops.device import record_pass
 from gpuops.kernel import operands_of
@@ -105,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", choices=tuple(DATA_SETS), default="goals", help="the inputs' values (goals)")
     parser.add_argument("--json", type=Path, help="write every row's figures to this file")
     args = parser.parse_args(argv)
+    torch = torch_cuda()
+    cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # noqa: F841 (held for the run)
     device = gpuops.Device(**({"backend": args.backend} if args.backend else {}))
     usage = device.wgpu.BufferUsage
     flags = device.wgpu_device.create_buffer(size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST) \
