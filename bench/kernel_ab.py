@@ -4,19 +4,24 @@ that version), each checked against NumPy bit for bit and then timed, the two in
 
     PYTHONPATH=OTHER python bench/kernel_lines.py --dump DIR     # the other version's kernels (OTHER: its tree)
     python bench/kernel_ab.py DIR [--rounds 3] [--iterations 10] [--match REGEX] [--backend dawn --repeats 40]
+                                  [--data goals|bench|worst] [--json FILE]
 
 With --error-flags on both, the rows of the operators that report NumPy's floating-point errors run in the variant
 that does (the NumPy level's), their flag words bound to a buffer of this script's, which must hold the same flags
 after either version's run.
 
 Both versions' kernels bind the same buffers the same way (the bindings, their layout and the uniforms are this
-checkout's): only the shader text differs. The table gives each row's median GPU time of each version over the
-rounds and this checkout's over the other's. `--elements` must be the one the dump was made with.
+checkout's): only the shader text differs. A CUDA context is held through PyTorch where it is importable: NVIDIA's
+driver otherwise runs Vulkan compute in a lower performance state. The table gives each row's median GPU time of each version over the
+rounds and this checkout's over the other's; `--json` keeps them (and every round's figures). `--elements` must be
+the one the dump was made with; `--data` picks the inputs' values (gpuops-bench targets' data sets: the goals' by
+default, the benchmark's `bench` or its `worst`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import sys
@@ -26,9 +31,10 @@ import numpy as np
 
 import gpuops
 from gpuops.bench.reference import compare
-from gpuops.bench.targets import DEFAULT_ELEMENTS, goal_values, label
+from gpuops.bench.targets import DATA_SETS, DEFAULT_ELEMENTS, label
 from gpuops.bench.timing import GpuTimer
-from gpuops.bench.workload import Workload, element_view
+from gpuops.bench.torch_compare import torch_cuda
+from gpuops.bench.workload import Workload, bytes_moved, element_view
 from gpuops.device import record_pass
 from gpuops.kernel import operands_of
 from gpuops.shaders import bindings as binding_views
@@ -98,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", help="the WebGPU implementation (gpuops.Device's backend)")
     parser.add_argument("--error-flags", action="store_true",
                         help="the variant reporting floating-point errors (the dump made with --error-flags too)")
+    parser.add_argument("--data", choices=tuple(DATA_SETS), default="goals", help="the inputs' values (goals)")
+    parser.add_argument("--json", type=Path, help="write every row's figures to this file")
     args = parser.parse_args(argv)
+    torch = torch_cuda()
+    cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # noqa: F841 (held for the run)
     device = gpuops.Device(**({"backend": args.backend} if args.backend else {}))
     usage = device.wgpu.BufferUsage
     flags = device.wgpu_device.create_buffer(size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST) \
@@ -107,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     basis = "GPU timestamps" if timer.supported else "host time (no timestamps)"
     print(f"{device.adapter_name} ({device.backend}); median ns per run by {basis}; this over the other", flush=True)
     print(f"{'section':13s} {'row':42s} {'other':>10s} {'this':>10s} {'this/other':>10s}", flush=True)
-    ratios, failures = [], 0
+    ratios, failures, rows = [], 0, []
     for section, case in table_cases(device.feature_level, args.elements):
         if args.error_flags and not reports_errors(case):
             continue
@@ -116,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         name = label(row)
         if args.match and not re.search(args.match, f"{section} {name}"):
             continue
-        workload = Workload(device, case, data=goal_values)
+        workload = Workload(device, case, data=DATA_SETS[args.data])
         try:
             plans = workload.compiled.dispatch_plans(workload.bindings, error_flags=args.error_flags)
             if len(plans) != 1:
@@ -137,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             if wrong:
                 failures += 1
                 print(f"{section:13s} {name:42s} not exact: {', '.join(wrong)}", flush=True)
+                rows.append({"section": section, "row": name, "exact": False, "wrong": wrong})
                 continue
             times = {which: [] for which in variants}
             for _ in range(args.rounds):
@@ -145,12 +156,18 @@ def main(argv: list[str] | None = None) -> int:
                     times[which].append(timing.gpu_median_ns or timing.host_median_ns)
             other_ns, this_ns = (statistics.median(times[which]) for which in ("other", "this"))
             ratios.append(this_ns / other_ns)
+            rows.append({"section": section, "row": name, "exact": True, "bytes": bytes_moved(case),
+                         "other_ns": other_ns, "this_ns": this_ns, "rounds_ns": times})
             print(f"{section:13s} {name:42s} {other_ns:10.0f} {this_ns:10.0f} {this_ns / other_ns:10.3f}", flush=True)
         finally:
             workload.release()
     if ratios:
         print(f"{len(ratios)} rows: this/other from {min(ratios):.3f} to {max(ratios):.3f}, geometric mean "
               f"{float(np.exp(np.mean(np.log(ratios)))):.3f}; {failures} not exact", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({"adapter": device.adapter_name, "backend": device.backend, "basis": basis,
+                                         "data": args.data, "elements": args.elements, "rows": rows}, indent=1)
+                             + "\n", encoding="utf-8")
     return 1 if failures else 0
 
 

@@ -91,7 +91,8 @@ def validate_document(doc: dict) -> None:
            "sweep": {"layout": str, "min_elements": int, "max_elements": int}}[doc["command"]]
     expect_keys(settings, {"iterations": int, "warmup": int, "repeats": int, "max_noise": OPTIONAL_NUMBER,
                            "max_time_s": NUMBER, "max_samples": int, "cache": list, "flush_bytes": OPTIONAL_INT,
-                           "compare": list, "cuda_context": bool, **own}, "settings")
+                           "compare": list, "cuda_context": bool, "data": str, **own}, "settings")
+    assert settings["data"] in ("bench", "worst")
     assert settings["iterations"] >= 1 and settings["warmup"] >= 0 and settings["repeats"] >= 1
     assert settings["cache"] in (["warm"], ["cold"], ["warm", "cold"])
     assert (settings["flush_bytes"] is None) == ("cold" not in settings["cache"])
@@ -1089,7 +1090,7 @@ def test_copy_roof_splits_copies_over_the_binding_limit():
     own.release()
 
 
-@pytest.mark.parametrize("script", ["broadcast_roof", "strided_roof", "transpose_roof"])
+@pytest.mark.parametrize("script", ["broadcast_roof", "strided_roof", "transpose_roof", "modulus_slow_lanes"])
 def test_roof_scripts_do_nothing_at_import(monkeypatch, capsys, script):
     """Importing a roof script parses no arguments and opens no device: its work is main()'s."""
     import argparse
@@ -1128,6 +1129,23 @@ def test_transpose_roof_operator_kernels_are_exact(capsys):
     assert len(checked) == 3 * (1 + 3 * 2)
     assert all("exact=True" in line for line in checked), checked
     assert sum("gpuops (TILES grid)" in line for line in checked) == 9
+
+
+def test_modulus_slow_lanes_kernels_are_exact(capsys, tmp_path):
+    """bench/modulus_slow_lanes.py's minimal kernels give NumPy's remainders bit for bit on the worst-case data, as
+    gpuops' own kernels do, and every row is written to its JSON."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_modulus_slow_lanes", ROOT / "bench" / "modulus_slow_lanes.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--tensor-mib", "1", "--iterations", "1", "--json", str(tmp_path / "roof.json")]) == 0
+    checked = [line for line in capsys.readouterr().out.splitlines() if "exact=" in line]
+    assert len(checked) == 3 * 4 and all("exact=True" in line for line in checked), checked
+    rows = json.loads((tmp_path / "roof.json").read_text())["rows"]
+    assert [(row["type"], row["kernel"]) for row in rows][:4] == [
+        ("float32", "copy"), ("float32", "slow lanes"), ("float32", "gpuops modulus_truncate"),
+        ("float32", "gpuops modulus_floor")]
 
 
 def test_missing_backend_is_a_clean_error(capsys):

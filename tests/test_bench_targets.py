@@ -77,7 +77,8 @@ def validate_targets_document(doc: dict) -> None:
     expect_keys(settings, {"iterations": int, "warmup": int, "repeats": int, "max_noise": OPTIONAL_NUMBER,
                            "max_time_s": NUMBER, "max_samples": int, "elements": int, "same_elements": bool,
                            "sections": list, "layouts": list, "match": OPTIONAL_STR,
-                           "units_per_invocation": OPTIONAL_INT}, "settings")
+                           "units_per_invocation": OPTIONAL_INT, "data": str}, "settings")
+    assert settings["data"] in ("goals", "bench", "worst")
     expect_keys(doc["wgsl_copy"], {"bytes": int, **TIMED_KEYS}, "wgsl_copy")
     validate_timing(doc["wgsl_copy"], settings, "wgsl_copy")
     assert doc["wgsl_copy"]["bytes"] == 8 * settings["elements"]

@@ -77,3 +77,69 @@ def test_float16_pair_quotient_within_one(floored: bool, ulps: int):
         exact = np.floor(dividends[usual].astype(np.float64) / np.float64(y)).astype(np.int64)
         bad = np.flatnonzero((q != exact) & (q != exact + (1 if floored else -1)))
         assert bad.size == 0, f"{dividends[usual][bad[0]]} / {y}: estimate {estimate[usual][bad[0]]}"
+
+
+# lib/f32_bits.wgsl, f32_rem_magnitudes: (ma * 2^n) mod m for a divisor significand m normalised into [2^23, 2^24),
+# F32_REM_STEP_BITS factors of two a step, each step's quotient rounded from r * 2^k * (1 / m) and corrected once in
+# u32 arithmetic modulo 2^32. Each step's rounded estimate must be the quotient or one more, and the remainder the
+# exact one, wherever 1 / m lands within its 2.5 units in the last place.
+F32_SOURCE = (WGSL_DIR / "lib" / "f32_bits.wgsl").read_text()
+F32_STEP_BITS = int(re.search(r"const F32_REM_STEP_BITS: u32 = (\d+)u;", F32_SOURCE).group(1))
+
+
+def f32_magnitude_pairs(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Finite magnitudes |a| >= |b| > 0 as bits: the largest exponent gaps (dividends of exponent field 254,
+    subnormal divisors of few significant bits, whose normalisation adds the most steps, and of any), random pairs of
+    any exponents, and dividends next to multiples of the divisor."""
+    top = (np.uint32(254) << 23) | rng.integers(0, 1 << 23, n, dtype=np.uint32)
+    few_bits = rng.integers(1, 16, n, dtype=np.uint32) | 1
+    subnormal = rng.integers(1, 1 << 23, n, dtype=np.uint32) >> rng.integers(0, 23, n, dtype=np.uint32) | 1
+    x = rng.integers(1, 0x7f800000, n, dtype=np.uint32)
+    y = rng.integers(1, 0x7f800000, n, dtype=np.uint32)
+    near = np.maximum(x, y) & ~np.uint32(0x7fffff) | np.minimum(x, y) & 0x7fffff
+    a = np.concatenate([top, top, np.maximum(x, y), near + 1, near - 1])
+    b = np.concatenate([few_bits, subnormal, np.minimum(x, y), np.minimum(x, y), np.minimum(x, y)])
+    keep = (a >= b) & (b > 0)
+    return a[keep], b[keep]
+
+
+def f32_rem_magnitudes_model(ua: np.ndarray, ub: np.ndarray, ulps: int) -> np.ndarray:
+    """f32_rem_magnitudes' remainder of the significands, (ma * 2^d) mod mb, with 1 / m off by `ulps` units in the
+    last place; every step's quotient is checked against the bound its correction needs."""
+    eb, ea = np.maximum(ub >> 23, 1), np.maximum(ua >> 23, 1)
+    mb = np.where(ub >> 23 != 0, ub & 0x7fffff | 0x800000, ub & 0x7fffff).astype(np.uint32)
+    ma = np.where(ua >> 23 != 0, ua & 0x7fffff | 0x800000, ua & 0x7fffff).astype(np.uint32)
+    s = np.uint32(150) - (mb.astype(np.float32).view(np.uint32) >> 23)
+    m = mb << s
+    assert ((m >= 1 << 23) & (m < 1 << 24)).all()
+    minus_m = np.uint32(0) - m
+    inverse = ((np.float32(1) / m.astype(np.float32)).view(np.int32) + np.int32(ulps)).view(np.float32)
+    r = np.where(ma >= m, ma - m, ma).astype(np.uint32)
+    n = (ea - eb + s).astype(np.uint32)
+    steps = 0
+    while ((n != 0) & (r != 0)).any():
+        live = (n != 0) & (r != 0)
+        k = np.minimum(n, np.uint32(F32_STEP_BITS))
+        scale = ((np.uint32(127) + k) << 23).view(np.float32)
+        estimate = r.astype(np.float32) * scale * inverse  # float32 products, correctly rounded
+        q = (estimate + np.float32(2 ** 23)).view(np.uint32) & np.uint32(0x7fffff)
+        quotient = (r.astype(np.uint64) << k.astype(np.uint64)) // m
+        assert ((q == quotient) | (q == quotient + 1))[live].all()
+        t = (r << k) + q * minus_m  # modulo 2^32
+        fixed = t + minus_m * (t.view(np.int32) >> 31).view(np.uint32)
+        assert (fixed < m).all()
+        r, n = np.where(live, fixed, r), np.where(live, n - k, n)
+        steps += 1
+    assert steps <= 14
+    return r >> s
+
+
+@pytest.mark.parametrize("ulps", [-3, -1, 0, 1, 3])
+def test_float32_remainder_steps_are_exact(ulps: int):
+    ua, ub = f32_magnitude_pairs(np.random.default_rng(32 + ulps), 20000)
+    got = f32_rem_magnitudes_model(ua, ub, ulps)
+    eb = np.maximum(ub >> 23, 1).astype(np.float64)
+    want = np.fmod(ua.view(np.float32), ub.view(np.float32)).astype(np.float64) * 2.0 ** (150 - eb)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, (f"{len(bad)} wrong, first {ua[bad[0]]:#x} mod {ub[bad[0]]:#x}: {got[bad[0]]} not "
+                           f"{want[bad[0]]}")

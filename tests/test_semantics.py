@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from gpuops import DataType
+from gpuops.bench.workload import worst_values
 
 from .dml import device_with, kernel_keys, make_desc, run_and_check
 from .reference import (
@@ -47,6 +48,20 @@ def test_random_bits(device, case):
     rng = np.random.default_rng(zlib.crc32(str(case).encode()))
     desc = make_desc(operator, mode, in_type, out_type, (3001,))  # odd count: a partial last word
     run_and_check(device, desc, rng, lambda t, n: random_values(t, n, rng))
+
+
+BINARY_CASES = [(c, i) for c, i in CASES if c[0] in BINARY]
+
+
+@pytest.mark.parametrize("case", [c for c, _ in BINARY_CASES], ids=[i for _, i in BINARY_CASES])
+def test_worst_case_data(device, case):
+    """The benchmark's worst-case data (gpuops-bench --data worst): float dividends of the largest exponent over
+    small subnormal divisors, every remainder step taken; integer quotients of the largest sizes."""
+    operator, mode, in_type, out_type = case
+    rng = np.random.default_rng(zlib.crc32(str(case).encode()))
+    fields = iter(("a_tensor", "b_tensor"))
+    desc = make_desc(operator, mode, in_type, out_type, (3001,))
+    run_and_check(device, desc, rng, lambda t, n: worst_values(t, n, rng, next(fields)))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])

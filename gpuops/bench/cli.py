@@ -32,7 +32,7 @@ from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_eleme
 from .stats import DEFAULT_MAX_TIME_S, MAX_SAMPLES, StoppingRule
 from .ticks import calibrate
 from .timing import CACHES, GpuTimer
-from .workload import LAYOUT_HELP, LAYOUTS, make_case, make_desc
+from .workload import DATA_HELP, DATA_SETS, LAYOUT_HELP, LAYOUTS, make_case, make_desc
 
 PROG = "gpuops-bench"
 DISTRIBUTION = "gpuops-webgpu"  # the name gpuops is installed under (pyproject.toml); the import name is gpuops
@@ -213,6 +213,11 @@ def _sampling_options(options: argparse.ArgumentParser, iterations: int, warmup:
                               "target is marked '!'")
 
 
+def _data_help() -> str:
+    """'bench: ...; worst: ...': the benchmark's data sets, for argparse (which reads % as a format)."""
+    return "; ".join(f"{name}: {words}" for name, words in DATA_HELP.items()).replace("%", "%%")
+
+
 def _timing_options(iterations: int, warmup: int, json_default: str | None = None) -> argparse.ArgumentParser:
     """Options every benchmark command shares; a fresh parser each time, since argparse shares parents' actions and
     set_defaults on one command would change the others."""
@@ -226,6 +231,8 @@ def _timing_options(iterations: int, warmup: int, json_default: str | None = Non
                          help="with --cache cold or both: bytes written to flush the caches, more than the "
                               "last-level cache (default 256MiB on a GPU; on a software adapter twice the CPU's "
                               "largest cache)")
+    options.add_argument("--data", choices=tuple(DATA_SETS), default="bench",
+                         help="the inputs' values (default bench): " + _data_help())
     options.add_argument("--json", metavar="FILE", default=json_default,
                          help="write the results as JSON (layout: docs/bench-json.md)"
                               + (f"; default {json_default}" if json_default else ""))
@@ -373,6 +380,10 @@ def build_parser() -> argparse.ArgumentParser:
                        choices=targets.LAYOUT_SECTIONS, metavar="CASE",
                        help=f"cases of the layouts section: {', '.join(targets.LAYOUT_SECTIONS)} (default: all; "
                             "packed-2d is the others' reference)")
+    goals.add_argument("--data", choices=tuple(targets.DATA_SETS), default="goals",
+                       help="the rows' values (default goals): goals: the goals' data (normal floats with 0.1%% inf "
+                            "and 0.1%% NaN, integers over the full range); "
+                            + _data_help())
     goals.add_argument("--render", nargs="+", metavar="FILE",
                        help="print the tables of these targets documents (later files' rows replace earlier ones') "
                             "and measure nothing")
@@ -570,7 +581,7 @@ def _open_session(args, device: Device, compare: tuple[str, ...]) -> Session:
     rule = StoppingRule(args.iterations, args.max_noise, args.max_time)
     with _slow(args, "calibrating GPU timestamps against the host clock"):
         return Session.open(device, rule, args.warmup, compare, args.cuda_context, args.repeats, _caches(args),
-                            args.flush_bytes)
+                            args.flush_bytes, args.data)
 
 
 def _sampling_words(args) -> str:
@@ -708,7 +719,8 @@ def run_targets(args) -> int:
     options = targets.TargetOptions(
         elements=args.elements, same_elements=args.same_elements, iterations=args.iterations, warmup=args.warmup,
         repeats=args.repeats, max_noise=args.max_noise, max_time_s=args.max_time, match=args.match,
-        sections=tuple(args.only), layouts=tuple(args.layouts), units_per_invocation=args.units_per_invocation)
+        sections=tuple(args.only), layouts=tuple(args.layouts), units_per_invocation=args.units_per_invocation,
+        data=args.data)
     device = _device(args, DispatchPolicy(units_per_invocation=args.units_per_invocation))
     print(f"{PROG} targets: {', '.join(options.sections)} at {options.elements} elements, {_sampling_words(args)}, "
           f"{options.repeats} pass(es) per timed span")

@@ -21,8 +21,8 @@ from .ticks import TickConversion, calibrate
 from .timing import CacheFlush, GpuTimer, Sampler
 from .cupy_compare import cupy_cuda
 from .torch_compare import torch_cuda
-from .workload import (Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure, nchw_sizes,
-                       slot_sizes, supported_types, tensor_strides)
+from .workload import (DATA_SETS, Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure,
+                       nchw_sizes, slot_sizes, supported_types, tensor_strides)
 
 DEFAULT_DTYPES = ("float32", "float16", "int32")
 SOFTWARE_DEFAULT_ELEMENTS = 1 << 22  # well under a minute for the whole default table on lavapipe
@@ -57,11 +57,12 @@ class Session:
     cuda_requested: bool = False
     cuda_held: bool = False  # stays true after close(): the run was timed with a CUDA context
     floor_ns: float | None = None  # a dispatch that moves nothing, timed like the cases (see report.PERCENT_MIN_NS)
+    data: str = "bench"  # the inputs' data set (workload.DATA_SETS)
 
     @classmethod
     def open(cls, device: Device, rule: StoppingRule, warmup: int, compare: tuple[str, ...],
              hold_cuda_context: bool = False, repeats: int = 1, caches: tuple[str, ...] = ("warm",),
-             flush_bytes: int | None = None) -> Session:
+             flush_bytes: int | None = None, data: str = "bench") -> Session:
         """Calibrate the timer and prepare the arena, the cache flush (for cold samples; `flush_bytes`, else
         default_flush_bytes) and the copy roof.
 
@@ -88,7 +89,7 @@ class Session:
         arena = Arena(device)
         roof = CopyRoof(device, sampler, arena)
         return cls(device, timer, conversion, sampler, roof, caches, compare, device.feature_level, arena, context,
-                   requested, context is not None, roof.floor_ns())
+                   requested, context is not None, roof.floor_ns(), data)
 
     def reserve(self, cases: list[Case]) -> None:
         """Allocate the arena for the largest of the cases once, before the first is timed."""
@@ -97,7 +98,8 @@ class Session:
 
     def run(self, case: Case) -> list[dict]:
         """The case's result rows: one per cache state."""
-        workload = Workload(self.device, case, feature_level=self.feature_level, arena=self.arena)
+        workload = Workload(self.device, case, feature_level=self.feature_level, arena=self.arena,
+                            data=DATA_SETS[self.data])
         try:
             return measure(workload, self.sampler, self.roof, self.caches, self.compare)
         finally:
@@ -114,7 +116,7 @@ class Session:
         return {"iterations": sampler.rule.min_samples, "warmup": sampler.warmup, "repeats": sampler.repeats,
                 **sampler.rule.settings(), "cache": list(self.caches),
                 "flush_bytes": sampler.flush.size_bytes if sampler.flush is not None else None,
-                "compare": list(self.compare), "cuda_context": self.cuda_held, **extra}
+                "compare": list(self.compare), "cuda_context": self.cuda_held, "data": self.data, **extra}
 
     def notes(self) -> list[str]:
         """What a reader of an NVIDIA run must know about the driver's performance state."""

@@ -37,7 +37,8 @@ from .ticks import calibrate
 from .timing import CopyKernel, GpuTimer, Sampler
 from .torch_compare import (BROADCAST, CHANNELS_LAST_OUT, CONTIGUOUS, COPY, ROW_MAJOR_OUT, STRIDED_OUT,
                             summary as library_summary, time_torch, torch_cuda)
-from .workload import (Case, Workload, buffer_usage, bytes_moved, nchw_sizes, nhwc_strides, operation_label,
+from .workload import DATA_SETS as BENCH_DATA_SETS
+from .workload import (Case, DataMaker, Workload, buffer_usage, bytes_moved, nchw_sizes, nhwc_strides, operation_label,
                        timed_fields, types_label)
 
 COMMAND = "targets"
@@ -83,6 +84,7 @@ class TargetOptions:
     sections: tuple[str, ...] = SECTIONS
     layouts: tuple[str, ...] = LAYOUT_SECTIONS
     units_per_invocation: int | None = None  # recorded only: the device's DispatchPolicy applies it
+    data: str = "goals"  # the rows' data set (DATA_SETS)
 
     @property
     def rule(self) -> StoppingRule:
@@ -92,7 +94,7 @@ class TargetOptions:
         return {"iterations": self.iterations, "warmup": self.warmup, "repeats": self.repeats,
                 **self.rule.settings(), "elements": self.elements, "same_elements": self.same_elements,
                 "sections": list(self.sections), "layouts": list(self.layouts), "match": self.match,
-                "units_per_invocation": self.units_per_invocation}
+                "units_per_invocation": self.units_per_invocation, "data": self.data}
 
 
 def type_pairs(operator: str, level) -> list[tuple[DataType, DataType]]:
@@ -122,6 +124,10 @@ def goal_values(data_type: DataType, count: int, rng: np.random.Generator, field
     if field == "b_tensor":
         x[x == 0] = 3
     return x
+
+
+# The rows' data sets (--data): the goals' own, and the benchmark's (workload.DATA_SETS).
+DATA_SETS: dict[str, DataMaker] = {"goals": goal_values, **BENCH_DATA_SETS}
 
 
 def contiguous_elements(n: int, in_type: DataType, out_type: DataType, same_elements: bool = False) -> int:
@@ -203,7 +209,7 @@ class TargetRun:
         row = {"operator": case.operator, "mode": None if case.mode is None else int(case.mode),
                "dtype": case.dtype.name, "out_dtype": case.out_dtype.name, "sizes": list(case.sizes),
                "strides": {name: list(strides) for name, strides in case.field_strides}, "bytes": moved}
-        workload = Workload(self.device, case, data=goal_values)
+        workload = Workload(self.device, case, data=DATA_SETS[self.options.data])
         try:
             mismatch = workload.check()
             row.update(exact=mismatch is None, error=None if mismatch is None else f"{mismatch.describe()}: not timed",

@@ -258,6 +258,52 @@ def random_values(data_type: DataType, count: int, rng: np.random.Generator) -> 
     return values
 
 
+def worst_values(data_type: DataType, count: int, rng: np.random.Generator, field: str) -> np.ndarray:
+    """Benchmark data that costs the modulus most (`--data worst`), by field: the first input (the dividend) the
+    largest magnitudes, the others (the divisor) the smallest. Floats: dividends of the largest finite exponent and
+    divisors that are subnormal with a few significant bits (an odd significand below 16), so that every pair lies
+    at the type's largest exponent gap and normalising the divisor adds the most remainder steps; no remainder is
+    zero early. Integers: dividends from half the largest magnitude up and divisors from 2 to 2^15 (no zero), the
+    largest quotients, which 64-bit division takes in the most steps. Signs are random."""
+    dtype = data_type.numpy_dtype
+    dividend = field == "a_tensor"
+    if dtype.kind == "f":
+        info = np.finfo(dtype)
+        bits = np.dtype(f"u{dtype.itemsize}")
+        mantissa_bits, sign = info.nmant, 8 * dtype.itemsize - 1
+        if dividend:
+            top_field = (1 << (sign - mantissa_bits)) - 2
+            magnitude = (top_field << mantissa_bits) | rng.integers(0, 1 << mantissa_bits, count, dtype=np.uint64)
+        else:
+            magnitude = rng.integers(1, 8, count, dtype=np.uint64) * 2 + 1
+        signs = rng.integers(0, 2, count, dtype=np.uint64) << sign
+        return (magnitude | signs).astype(bits).view(dtype)
+    info = np.iinfo(dtype)
+    largest = int(info.max)
+    if dividend:
+        magnitude = rng.integers(largest // 2, largest, count, dtype=np.uint64, endpoint=True)
+    else:
+        magnitude = rng.integers(2, min(largest, 1 << 15), count, dtype=np.uint64, endpoint=True)
+    values = magnitude.astype(dtype)
+    if info.min < 0:
+        values[rng.random(count) < 0.5] *= -1
+    return values
+
+
+def bench_values(data_type: DataType, count: int, rng: np.random.Generator, field: str) -> np.ndarray:
+    """random_values for every field (`--data bench`, the default)."""
+    return random_values(data_type, count, rng)
+
+
+# (data type, element count, generator, desc field) -> the values of one input tensor's memory
+DataMaker = Callable[[DataType, int, np.random.Generator, str], np.ndarray]
+# The benchmark's data sets (--data), by name: what Workload's `data` makes.
+DATA_SETS: dict[str, DataMaker] = {"bench": bench_values, "worst": worst_values}
+DATA_HELP = {"bench": "ordinary values with 5% special values mixed in",
+             "worst": "what costs the modulus most: for floats the largest dividends over small subnormal divisors "
+                      "(the type's largest exponent gap), for integers the largest quotients"}
+
+
 def element_view(memory: np.ndarray, sizes: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
     """The tensor's elements inside a flat array of its element type, as a strided view."""
     itemsize = memory.dtype.itemsize
@@ -321,10 +367,6 @@ def copy_size(moved: int) -> int:
     return max(16, -(-(moved // 2) // 16) * 16)
 
 
-# (data type, element count, generator, desc field) -> the values of one input tensor's memory
-DataMaker = Callable[[DataType, int, np.random.Generator, str], np.ndarray]
-
-
 class Workload:
     """A case on a device: buffers holding random data, the compiled operator and its bindings.
 
@@ -344,7 +386,7 @@ class Workload:
         bindings = {}
         for slot, name in enumerate(spec.inputs):
             count = implied_size_in_bytes(case.dtype, case.sizes, strides[name]) // case.dtype.size
-            memory = data(case.dtype, count, rng, name) if data else random_values(case.dtype, count, rng)
+            memory = (data or bench_values)(case.dtype, count, rng, name)
             bindings[name] = self._upload(arena, slot, _padded(memory))
             self.inputs.append(element_view(memory, case.sizes, strides[name]))
         self.output_size = implied_size_in_bytes(case.out_dtype, case.sizes, strides[spec.output])

@@ -119,25 +119,51 @@ fn f32_remainder_any(a: u32, b: u32, floored: bool) -> u32 {
     return sign | select(rest, f32_sub_magnitudes(ub, rest), moved);
 }
 
+// Exponent bits f32_rem_magnitudes brings in a step: its quotient estimate then stays below 2^20, where it is
+// within 0.38 of the quotient (see there).
+const F32_REM_STEP_BITS: u32 = 20u;
+
 // |a| mod |b| for finite magnitudes |a| >= |b| > 0, exact, as magnitude bits: subnormals included, any quotient.
+//
+// |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150) (field exponents, ma, mb < 2^24), so |a| mod |b| =
+// ((ma * 2^d) mod mb) * 2^(eb-150) with d = ea - eb >= 0 (because |a| >= |b|). A subnormal divisor's significand
+// is normalised first: for m = mb * 2^s in [2^23, 2^24) (s = 0 for a normal divisor), (x * 2^s) mod (mb * 2^s) =
+// (x mod mb) * 2^s, so (ma * 2^d) mod mb = ((ma * 2^(d+s)) mod m) / 2^s. s comes from mb's conversion to float32
+// (exact, mb < 2^24), whose exponent field is 150 - s: no bit-counting builtin (dtype/README.md says why).
+//
+// ma < 2^24 <= 2m, so r = ma mod m is ma or ma - m. Then the n = d + s factors of two come in up to 20 a step,
+// r <- (r * 2^k) mod m for k <= 20 and r < m, as lib/rem_by_estimate.wgsl's rem_from_estimate does:
+// - The quotient Q = r * 2^k / m is below 2^20. Its estimate E = r * 2^k * (1 / m): r, m (below 2^24) and 2^k
+//   are exact in float32, WGSL computes 1 / m within 2.5 units in the last place (a factor 1 ± 2.5 * 2^-23) and
+//   rounds the product once (1 ± 2^-24; the multiplication by 2^k is exact in any order, every value being 0 or
+//   normal: r * 2^k / m >= 2^-24 for r >= 1), so |E - Q| < 3 * 2^-23 * Q (second-order terms are far below it)
+//   < 0.38.
+// - Rounded to the nearest integer (adding 2^23 rounds it, and the integer is then the float's low bits), E gives
+//   q = floor(Q) or floor(Q) + 1, so t = r * 2^k - q * m lies in [-m, m). |t| < 2^24, so computed modulo 2^32
+//   (r * 2^k passes 2^32 from k = 9 up; q * m as q * (-m), no negation) it is t's two's complement, and adding m
+//   where it is negative (m times its sign, -1 or 0) brings it into [0, m).
+// n <= 253 + 23 (d <= 254 - 1, and s > 0 only where eb = 1): at most 14 steps, each a conversion, two float
+// multiplications and a few integer instructions (no `%`, whose reciprocal alone costs a step's estimate). A zero
+// remainder ends the loop early (it stays zero).
 fn f32_rem_magnitudes(ua: u32, ub: u32) -> u32 {
-    // |a| = ma * 2^(ea-150), |b| = mb * 2^(eb-150), so
-    // |a| mod |b| = ((ma * 2^d) mod mb) * 2^(eb-150)  with d = ea - eb >= 0 (because |a| >= |b|). The factor 2^d
-    // comes in up to 8 bits at a time. ma < 2^24 and then r < mb < 2^24, so r << 8 still fits in u32. d <= 253, so
-    // this runs at most 32 times.
-    let eb_any = f32_bits_exponent(ub);
+    let eb = f32_bits_exponent(ub);
     let mb = f32_bits_significand(ub);
-    var r = f32_bits_significand(ua);
-    var rest = f32_bits_exponent(ua) - eb_any;
-    loop {
-        let k = min(rest, 8u);
-        r = (r << k) % mb;
-        rest -= k;
-        if (rest == 0u || r == 0u) {
-            break;
-        }
+    let s = 150u - (bitcast<u32>(f32(mb)) >> 23u);
+    let m = mb << s;
+    let minus_m = 0u - m;
+    let inverse = 1.0 / f32(m);
+    let ma = f32_bits_significand(ua);
+    var r = select(ma, ma - m, ma >= m);
+    var n = f32_bits_exponent(ua) - eb + s;
+    while (n != 0u && r != 0u) {
+        let k = min(n, F32_REM_STEP_BITS);
+        let estimate = f32(r) * bitcast<f32>((127u + k) << 23u) * inverse;  // r * 2^k / m
+        let q = bitcast<u32>(estimate + TWO_TO_23) & 0x7fffffu;
+        let t = (r << k) + q * minus_m;  // "negative" where q is one too large
+        r = t + minus_m * bitcast<u32>(bitcast<i32>(t) >> 31u);  // plus m there: -m times -1
+        n -= k;
     }
-    return f32_scaled_remainder(r, eb_any);
+    return f32_scaled_remainder(r >> s, eb);
 }
 
 // r * 2^(eb-150) as magnitude bits, for r below the divisor's significand mb < 2^24 (so the value is exactly
