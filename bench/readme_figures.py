@@ -86,16 +86,6 @@ def default_data_modulus(doc: dict) -> list[float]:
             and row["elements"] == 1 << 26]
 
 
-def numpy_level(small: bool) -> Callable[[dict], list[float]]:
-    """NumPy-level float32 calls, host array to host result, over the floor of any wgpu program (write, one kernel,
-    read back) in the same run (x): of 1024 elements, or of 2^22 elements and more."""
-    def figures(doc: dict) -> list[float]:
-        calls = [case for case in doc["cases"] if "floor" in case and case["dtype"] == "float32"]
-        return [case["ratios"]["gpuops"] for case in exact(calls)
-                if (case["elements"] == 1024) == small and (small or case["elements"] >= 1 << 22)]
-    return figures
-
-
 @dataclass(frozen=True)
 class Row:
     measure: str  # what the figures are, on which data
@@ -122,10 +112,6 @@ ROWS = (
         "layout-conversions.json", conversions_percent_of_copy, 1, "%"),
     Row("float32 MODULUS_* at 2^26 on gpuops-bench's default data (5% special values): % of a WGSL copy",
         "sweep-float32.json", default_data_modulus, 1, "%"),
-    Row("a NumPy-level float32 call of 1024 elements, against a bare wgpu write, dispatch and read-back",
-        "numpy-level.json", numpy_level(small=True), 2, "x"),
-    Row("the same for calls of 2^22 elements or more (host copies on several threads)", "numpy-level.json",
-        numpy_level(small=False), 2, "x"),
 )
 
 

@@ -9,7 +9,7 @@ is wrong) to show what the read costs. 'counted' is bandwidth as `gpuops-bench t
 output elements); 'DRAM-min' counts the bytes the memory must move at least (input, and the output's span read and
 written). PyTorch's `y[::2].copy_(x)` and plain copies of the packed tensors' bytes run beside them. The figures
 behind docs/performance.md's strided-output argument (a unary same-width operator moves 2.5 times the bytes it is
-counted for) are in bench/results/h200-wgpu-native-strided-roof.txt.
+counted for) are in bench/results/h100-h200-wgpu-native-layout-roofs.txt (its H200 part).
 """
 from __future__ import annotations
 
