@@ -264,6 +264,11 @@ class Device:
         read_back(self, self.pool, None, buffer, offset, size, fill, what, uses=[(what, None, buffer)])
         return memoryview(data)
 
+    def watch(self, buffer) -> None:
+        """Watch `buffer`'s destroy (a buffer of this device that gpuops may use again, as a pooled device array's):
+        calls refuse it from then on, and the pool does not take it back."""
+        watch_buffer(buffer, self._watch)
+
     def synchronize(self) -> None:
         """Return once the work submitted to this device's queue so far (gpuops' and the caller's own) has run:
         for device arrays, whose calls return before the GPU is done. On wgpu-native it waits for the queue's

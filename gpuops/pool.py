@@ -19,7 +19,8 @@ gives back for the next one:
 
 Buffers in use are not the pool's: a call's temporaries while it runs, and the buffer of each gpuops.DeviceArray
 that gpuops made, which comes back to the pool when that array is collected. A caller's buffer
-(DeviceArray.from_buffer) never enters the pool and is never destroyed by gpuops.
+(DeviceArray.from_buffer) never enters the pool and is never destroyed by gpuops; nor does a buffer its holder
+destroyed (a device array's `.buffer`).
 
 Every method but `give_back` is called with the device's lock held (one device's wgpu calls come from one thread at
 a time); `give_back` only queues the buffer, so that it may run in a garbage collector's finalizer on any thread.
@@ -34,8 +35,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import wgpu  # for its flags' values, which are WebGPU's in every backend
 
-from .binding import Binding
+from .binding import Binding, buffer_watch
 from .errors import DeviceError
+from .wgpu_internals import released
 
 if TYPE_CHECKING:  # (device.py makes each Device's pool)
     from .device import BindingTable, CompiledOperator, Device
@@ -124,6 +126,8 @@ class BufferPool:
         recently given back idle buffers are destroyed past the bounds. The buffers given back together are kept
         even where they alone pass the bounds, so that the next call of the same sizes finds them."""
         for buffer in buffers:
+            if destroyed(buffer):  # by its holder (a device array's `.buffer`): nothing left to reuse
+                continue
             if id(buffer) in self._order:  # a second owner would get it: gpuops' own bug, never the caller's
                 raise AssertionError(f"gpuops' pool took back a buffer it already holds idle ({buffer.label})")
             usage = buffer.usage
@@ -292,6 +296,12 @@ def _give_back_mappable(device: Device, pool: BufferPool, buffer, pending, view)
         pool.release(buffer)
     else:
         pool._destroy(buffer)
+
+
+def destroyed(buffer) -> bool:
+    """Whether `buffer` was destroyed: seen by gpuops' watch on it, or released by wgpu-py."""
+    watch = buffer_watch(buffer)
+    return (watch is not None and watch.destroyed) or released(buffer)
 
 
 class ReadBack:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import gpuops
 from gpuops.bench import compare, stats, suite, targets, timing, torch_compare
 from gpuops.bench.workload import timed_fields
 
@@ -601,9 +602,10 @@ def test_ab_rounds_alternate_and_pool_each_tree(capsys, tmp_path, monkeypatch):
 def test_ab_runs_targets_from_the_tree_given(tmp_path):
     """One real run of a tree's targets by bench/ab_targets.py, at a size a software adapter runs in a moment."""
     script = ab_targets()
-    script.check_tree(ROOT)
+    tree = Path(gpuops.__file__).resolve().parents[1]  # the imported gpuops' (in CI the installed wheel's folder)
+    script.check_tree(tree)
     path = tmp_path / "before-1.json"
-    script.run_targets(ROOT, ["--elements", "256", "--only", "contiguous", "--match", "^sign float32$", "-i", "2"],
+    script.run_targets(tree, ["--elements", "256", "--only", "contiguous", "--match", "^sign float32$", "-i", "2"],
                        path)
     doc = json.loads(path.read_text())
     assert [targets.label(row) for row in doc["contiguous"]] == ["sign float32"]

@@ -187,6 +187,28 @@ def test_synchronize_waits_for_the_queue_without_growth(device, monkeypatch):
     same(signs.numpy(), np.float32([1, 0, -1, 0]))
 
 
+def test_a_buffer_its_holder_destroyed_never_goes_back_to_the_pool(device):
+    """A device array's `.buffer` destroyed by the caller: when the array is collected, the pool does not take the
+    buffer back, so no later call of the same size is handed a destroyed buffer."""
+    fresh = gpuops.Device(wgpu_device=device.wgpu_device)
+    x = np.float32([3, -7, 0.5, -2] * 64)
+    doomed = gpuops.asarray(x, fresh)
+    doomed.buffer.destroy()
+    idle = fresh.pool.stats().idle_buffers
+    del doomed
+    gc.collect()
+    assert fresh.pool.stats().idle_buffers == idle  # (stats takes in what finalizers gave back)
+    # A garbage cycle holding an array and its buffer may finalize the buffer first: wgpu-py releases its handle,
+    # then the array's finalizer gives it back.
+    released = gpuops.asarray(x, fresh).buffer
+    released._release()
+    fresh.pool.give_back(released)
+    assert fresh.pool.stats().idle_buffers == idle
+    for _ in range(3):  # each call's input of the same size: a fresh or a reused live buffer
+        same(gpuops.sign(gpuops.asarray(x, fresh)).numpy(), np.sign(x))
+        same(gpuops.sign(x, device=fresh), np.sign(x))
+
+
 @pytest.mark.parametrize("dtype", TYPES)
 def test_device_results_are_bit_exact(device, dtype):
     a_host, b_host = np.meshgrid(specials(dtype), specials(dtype), indexing="ij")
