@@ -12,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gpuops
+from gpuops import shaders
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # The recipe's steps for NEGATE, as (file, anchor, text): the text goes in before the anchor (None: a new file).
@@ -71,10 +74,18 @@ def test_a_new_operator_takes_the_recipe_alone(tmp_path):
     edited = list(dict.fromkeys(path for path, _, _ in NEGATE))
     assert [path.replace("negate", "<name>") for path in edited] == steps and len(steps) == count
     copy = tmp_path / "repository"
-    for part in ("gpuops", "wgsl", "tests", "docs"):
-        shutil.copytree(ROOT / part, copy / part, ignore=shutil.ignore_patterns("__pycache__"))
+    # The gpuops that was imported (in CI the installed wheel, whose wgsl/ lies inside the package) and this
+    # checkout's tests and docs.
+    package = Path(gpuops.__file__).resolve().parent
+    wgsl_inside = shaders.WGSL_DIR.parent == package
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(package, copy / "gpuops", ignore=ignore)
+    if not wgsl_inside:
+        shutil.copytree(shaders.WGSL_DIR, copy / "wgsl", ignore=ignore)
+    for part in ("tests", "docs"):
+        shutil.copytree(ROOT / part, copy / part, ignore=ignore)
     for path, anchor, text in NEGATE:
-        target = copy / path
+        target = copy / ("gpuops/" + path if wgsl_inside and path.startswith("wgsl/") else path)
         if anchor is None:
             target.write_text(text)
             continue

@@ -66,13 +66,19 @@ def tiles_device(device):
     return device_with(device, workgroup_size=8, max_workgroups_per_dimension=16)
 
 
+@pytest.fixture(scope="module")
+def looped_device(device):
+    """Two workgroups per grid dimension: more tiles than workgroups, so that each takes several."""
+    return device_with(device, workgroup_size=8, max_workgroups_per_dimension=2)
+
+
 def _rows_on_words(layout: Layout, out_type: DataType) -> bool:
     pitch = layout.out[-2] if layout.out else layout.sizes[-1]
     return out_type.size >= 4 or (pitch * out_type.size % 4 == 0 and layout.offsets[2] % 4 == 0)
 
 
 @pytest.mark.parametrize(("case", "name"), CASES)
-def test_layout_conversions(device, tiles_device, monkeypatch, case, name):
+def test_layout_conversions(device, tiles_device, looped_device, monkeypatch, case, name):
     operator, mode, in_type, out_type = case
     layout = LAYOUTS[name]
     names = ("a_tensor", "b_tensor") if operator in BINARY else ("input_tensor",)
@@ -80,9 +86,7 @@ def test_layout_conversions(device, tiles_device, monkeypatch, case, name):
     if len(names) == 2:
         strides["b_tensor"] = layout.second
     offsets = dict(zip((*names, "output_tensor"), layout.offsets[:len(names)] + layout.offsets[2:]))
-    runner = device if layout.default_workgroups else tiles_device
-    if layout.looped:
-        runner = device_with(device, workgroup_size=8, max_workgroups_per_dimension=2)
+    runner = looped_device if layout.looped else device if layout.default_workgroups else tiles_device
     keys = kernel_keys(runner, monkeypatch)
     made = made_plans(monkeypatch)
     rng = np.random.default_rng(zlib.crc32(repr((case, name)).encode()))
