@@ -35,9 +35,8 @@ from gpuops.bench.targets import DATA_SETS, DEFAULT_ELEMENTS, label
 from gpuops.bench.timing import GpuTimer
 from gpuops.bench.torch_compare import torch_cuda
 from gpuops.bench.workload import Workload, bytes_moved, element_view
-from gpuops.device import record_pass
+from gpuops.device import bind_group_entries, record_pass
 from gpuops.kernel import operands_of
-from gpuops.shaders import bindings as binding_views
 
 from kernel_lines import dump_name, reports_errors, table_cases
 
@@ -56,18 +55,8 @@ class Variant:
         self.pipeline = pipeline
         self.uniforms = wgpu_device.create_buffer_with_data(data=plan.uniforms.to_bytes(),
                                                             usage=api.BufferUsage.UNIFORM)
-        entries = [{"binding": 0, "resource": {"buffer": self.uniforms, "offset": 0, "size": self.uniforms.size}}]
-        for index, name, access, operand in binding_views(plan.key):
-            if operand is None:  # the operation's flag word (the --error-flags variant)
-                entries.append({"binding": index, "resource": {"buffer": flags, "offset": 0, "size": 4}})
-                continue
-            window = plan.windows[operand]
-            buffer, offset, size = by_operand[operand].buffer, window.offset, window.size
-            if name.endswith("_chunks"):
-                size -= size % 16
-                if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
-                    buffer, offset, size = device.placeholder(access), 0, 16
-            entries.append({"binding": index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
+        entries = bind_group_entries(device, plan, self.uniforms, by_operand,
+                                     None if flags is None else gpuops.Binding(flags))
         self.bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
         self.grid = plan.grid_size
 

@@ -640,26 +640,33 @@ class CompiledOperator:
 
     def _dispatch(self, plan: DispatchPlan, by_operand: dict, flags: Binding | None = None) -> _Dispatch:
         device = self.device
-        key = plan.key
-        pipeline, layout = device.pipeline(key)
+        pipeline, layout = device.pipeline(plan.key)
         wgpu_device = device.wgpu_device
         uniform_buffer = wgpu_device.create_buffer_with_data(data=plan.uniforms.to_bytes(),
                                                              usage=device.wgpu.BufferUsage.UNIFORM)
-        entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
-        for binding_index, name, access, operand in shaders.bindings(key):
-            if operand is None:  # the operation's flag word (Operation.error_flags)
-                entries.append({"binding": binding_index,
-                                "resource": {"buffer": flags.buffer, "offset": flags.offset, "size": FLAG_BYTES}})
-                continue
-            window = plan.windows[operand]
-            buffer, offset, size = by_operand[operand].buffer, window.offset, window.size
-            if name.endswith("_chunks"):
-                size -= size % 16
-                if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
-                    buffer, offset, size = device.placeholder(access), 0, 16
-            entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
+        entries = bind_group_entries(device, plan, uniform_buffer, by_operand, flags)
         bind_group = wgpu_device.create_bind_group(layout=layout, entries=entries)
         return _Dispatch(pipeline, bind_group, plan.grid_size, uniform_buffer)
+
+
+def bind_group_entries(device: Device, plan: DispatchPlan, uniform_buffer, by_operand: dict,
+                       flags: Binding | None = None) -> list[dict]:
+    """The bind group entries of `plan`'s dispatch: its uniforms, each operand's window of its Binding in
+    `by_operand` (by Operand), and where the kernel reports floating-point errors the flag word at `flags`."""
+    entries = [{"binding": 0, "resource": {"buffer": uniform_buffer, "offset": 0, "size": uniform_buffer.size}}]
+    for binding_index, name, access, operand in shaders.bindings(plan.key):
+        if operand is None:  # the operation's flag word (Operation.error_flags)
+            entries.append({"binding": binding_index,
+                            "resource": {"buffer": flags.buffer, "offset": flags.offset, "size": FLAG_BYTES}})
+            continue
+        window = plan.windows[operand]
+        buffer, offset, size = by_operand[operand].buffer, window.offset, window.size
+        if name.endswith("_chunks"):
+            size -= size % 16
+            if size == 0:  # under 16 bytes: no whole chunk to move, but the view must be bound
+                buffer, offset, size = device.placeholder(access), 0, 16
+        entries.append({"binding": binding_index, "resource": {"buffer": buffer, "offset": offset, "size": size}})
+    return entries
 
 
 class _PlanCache:

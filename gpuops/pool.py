@@ -8,12 +8,14 @@ gives back for the next one:
 - Sizes round up to a power of two (at least MIN_BUFFER_BYTES; capped at the device's largest buffer), so arrays
   of similar sizes share buffers. Storage buffers (STORAGE | COPY_SRC | COPY_DST), read-back staging buffers
   (MAP_READ | COPY_DST) and upload buffers (MAP_WRITE | COPY_SRC, for large uploads) are kept apart.
-- Idle buffers are bounded per device: at most `max_idle_bytes` (MAX_IDLE_BYTES, 1 GiB, by default) and
-  `max_idle_buffers` (MAX_IDLE_BUFFERS, 64) together; past either, the least recently given back is destroyed.
-  The one exception is the set of buffers that the last call gave back together: it is kept even when it alone
-  passes the bounds (a float32 modulus of 2^26 elements uses six 256 MiB buffers), so that repeating a large call
-  makes nothing new; the next call's buffers then push it out. So idle memory is at most the larger of the bounds
-  and one call's buffers.
+- Idle buffers are bounded per device: at most the larger of `max_idle_bytes` (MAX_IDLE_BYTES, 1 GiB, by default)
+  and the most bytes the pool has had lent out at once (to calls under way and device arrays), and at most the
+  larger of `max_idle_buffers` (MAX_IDLE_BUFFERS, 64) and the most buffers lent out at once; past either, the least
+  recently given back is destroyed. Calls that run side by side (a Dask worker's tasks, threads sharing a Device)
+  thus find each other's buffers again instead of pushing them out, and the pool never keeps more than the program
+  once had in use, as CuPy's and PyTorch's caching allocators do. The one exception is the set of buffers that the
+  last call gave back together: it is kept even when it alone passes the bounds, so that repeating a large call
+  makes nothing new; the next call's buffers then push it out.
 - Binding tables (the bind groups and uniforms of one operator on one set of pooled buffers) are kept in an LRU
   of at most MAX_TABLES per device, and dropped with any buffer they use.
 
@@ -87,6 +89,10 @@ class BufferPool:
         self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
         self.calls: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's _Call per key, LRU
         self._flag_word = None  # see flag_word
+        self._lent: dict[int, int] = {}  # id(buffer) -> size: acquired and not given back yet
+        self._lent_bytes = 0
+        self.peak_lent_bytes = 0  # the most bytes, and buffers, lent out at once: the floor of the idle bounds
+        self.peak_lent_buffers = 0
         self.created = 0
         self.destroyed = 0
 
@@ -107,7 +113,7 @@ class BufferPool:
             buffer = idle.pop()
             del self._order[id(buffer)]
             self._idle_bytes -= buffer.size
-            return buffer
+            return self._lend(buffer)
         usage = device.wgpu.BufferUsage
         flags = {STORAGE: usage.STORAGE | usage.COPY_SRC | usage.COPY_DST, STAGING: usage.MAP_READ | usage.COPY_DST,
                  UPLOAD: usage.MAP_WRITE | usage.COPY_SRC}[kind]
@@ -119,13 +125,26 @@ class BufferPool:
             self.clear()  # out of memory, perhaps: give the idle buffers back to the device and try once more
             buffer = device.wgpu_device.create_buffer(label=f"gpuops pool ({kind})", size=size, usage=flags)
         self.created += 1
+        return self._lend(buffer)
+
+    def _lend(self, buffer):
+        self._lent[id(buffer)] = buffer.size
+        self._lent_bytes += buffer.size
+        self.peak_lent_bytes = max(self.peak_lent_bytes, self._lent_bytes)
+        self.peak_lent_buffers = max(self.peak_lent_buffers, len(self._lent))
         return buffer
+
+    def _end_loan(self, buffer) -> None:
+        size = self._lent.pop(id(buffer), None)
+        if size is not None:
+            self._lent_bytes -= size
 
     def release(self, *buffers) -> None:
         """Take back buffers this pool made, given back together (one call's): they wait for reuse, and the least
         recently given back idle buffers are destroyed past the bounds. The buffers given back together are kept
         even where they alone pass the bounds, so that the next call of the same sizes finds them."""
         for buffer in buffers:
+            self._end_loan(buffer)
             if destroyed(buffer):  # by its holder (a device array's `.buffer`): nothing left to reuse
                 continue
             if id(buffer) in self._order:  # a second owner would get it: gpuops' own bug, never the caller's
@@ -136,8 +155,9 @@ class BufferPool:
             self._idle.setdefault((kind, buffer.size), []).append(buffer)
             self._order[id(buffer)] = (kind, buffer)
             self._idle_bytes += buffer.size
-        while len(self._order) > len(buffers) and (self._idle_bytes > self.max_idle_bytes
-                                                   or len(self._order) > self.max_idle_buffers):
+        byte_bound = max(self.max_idle_bytes, self.peak_lent_bytes)
+        count_bound = max(self.max_idle_buffers, self.peak_lent_buffers)
+        while len(self._order) > len(buffers) and (self._idle_bytes > byte_bound or len(self._order) > count_bound):
             _, (old_kind, old) = self._order.popitem(last=False)
             self._idle[(old_kind, old.size)].remove(old)
             self._idle_bytes -= old.size
@@ -205,6 +225,7 @@ class BufferPool:
                     del self._tables_of[id(buffer)]
 
     def _destroy(self, buffer) -> None:
+        self._end_loan(buffer)  # (a lent buffer whose mapping failed)
         for key in list(self._tables_of.get(id(buffer), ())):
             self._forget(key)
         buffer.destroy()

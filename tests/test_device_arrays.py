@@ -364,6 +364,24 @@ def test_from_buffer_refusals(device):
         gpuops.sign(overlapping, out=from_buffer(device, buffer, np.float32, (8,), offset=16))
 
 
+def test_pool_keeps_what_calls_side_by_side_had_lent_at_once(device):
+    """Two calls under way at once (threads, a Dask worker's tasks) hold more buffers together than the bounds: each
+    gives its set back, and the pool keeps both, since that many were in use at once; so the next two calls make
+    nothing new. One call alone never raises the bound."""
+    pool_ = pool.BufferPool(max_idle_bytes=3 * 4096, max_idle_buffers=64)
+    first = [pool_.acquire(device, pool.STORAGE, 4096) for _ in range(3)]
+    second = [pool_.acquire(device, pool.STORAGE, 4096) for _ in range(3)]
+    assert (pool_.peak_lent_bytes, pool_.peak_lent_buffers) == (6 * 4096, 6)
+    pool_.release(*first)
+    pool_.release(*second)
+    assert (pool_.stats().idle_buffers, pool_.stats().destroyed) == (6, 0)
+    made = pool_.stats().created
+    again = [pool_.acquire(device, pool.STORAGE, 4096) for _ in range(6)]
+    assert pool_.stats().created == made
+    pool_.release(*again)
+    pool_.clear()
+
+
 def test_pool_bounds():
     pool_ = pool.BufferPool(max_idle_bytes=4096, max_idle_buffers=3)
     assert pool.size_class(1, 1 << 30) == pool.MIN_BUFFER_BYTES
