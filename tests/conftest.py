@@ -19,3 +19,14 @@ def device(request) -> gpuops.Device:
     No skip: a machine without an adapter must fail here, loudly (CI has to prove the shaders run)."""
     default = gpuops.default_device()
     return default if default.backend == request.param else gpuops.Device(backend=request.param)
+
+
+def pytest_collection_modifyitems(config, items):
+    """GPUOPS_DEVICE_TESTS_ONLY=1 keeps only the tests that run on the adapter through the `device` fixture: CI's
+    second run (OpenGL) leaves the rest, which ask nothing of an adapter or run on the default one, to the first."""
+    if os.environ.get("GPUOPS_DEVICE_TESTS_ONLY") != "1":
+        return
+    kept = [item for item in items if "device" in getattr(item, "fixturenames", ())]
+    kept_ids = {id(item) for item in kept}
+    config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept_ids])
+    items[:] = kept

@@ -24,7 +24,7 @@ from .layout_strategies import LayoutCase, arrangement, layout_cases, transposed
 from .planning import CASES_BY_KIND, kind_id, kind_of
 from .reference import random_values
 
-CANARY_EXAMPLES = int(os.environ.get("GPUOPS_CANARY_EXAMPLES", "200"))
+CANARY_EXAMPLES = int(os.environ.get("GPUOPS_CANARY_EXAMPLES", "100"))
 _DEVICES: dict[tuple, gpuops.Device] = {}
 
 

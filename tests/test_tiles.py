@@ -1,11 +1,12 @@
 """The TILES grid on the GPU (wgsl/loop/grids/tiles.wgsl): inputs whose fastest dimension is not the output's (2-D
-transposes, NCHW read into NHWC, other orders), every operator x type, bit for bit against NumPy, with canary bytes
-around the elements and binding offsets. Tiles are small (workgroups of eight) so that tensors of a few thousand
+transposes, NCHW read into NHWC, other orders), every operator x type (every layout for one case of each kind
+of loop, the others on two), bit for bit against NumPy, with canary bytes around the elements and binding offsets. Tiles are small (workgroups of eight) so that tensors of a few thousand
 elements hold whole tiles, edge tiles and rows that start inside a word; one layout runs at the default workgroup
 size."""
 
 from __future__ import annotations
 
+import os
 import zlib
 from dataclasses import dataclass
 
@@ -56,7 +57,28 @@ LAYOUTS = {
     "one-by-forty": Layout((1, 40), (1, 1), (1, 1), tiles=False),
     "forty-by-one": Layout((40, 1), (1, 40), (1, 40), tiles=False),
 }
-CASES = [pytest.param(case, name, id=f"{case_id}-{name}") for case, case_id in op_cases() for name in LAYOUTS]
+# Every layout for one case of each loop the tiles run (inputs, element widths, float or integer arithmetic); the
+# other cases on the square and NCHW -> NHWC layouts. GPUOPS_ALL_TILE_CASES=1 runs every case on every layout.
+CORE_LAYOUTS = ("square", "nchw-nhwc")
+
+
+def _loop_kind(case) -> tuple:
+    operator, _, in_type, out_type = case
+    return operator in BINARY, in_type.size, out_type.size, in_type in (DataType.FLOAT16, DataType.FLOAT32)
+
+
+def _cases():
+    every = os.environ.get("GPUOPS_ALL_TILE_CASES") == "1"
+    seen = set()
+    for case, case_id in op_cases():
+        first = _loop_kind(case) not in seen
+        seen.add(_loop_kind(case))
+        for name in LAYOUTS:
+            if every or first or name in CORE_LAYOUTS:
+                yield pytest.param(case, name, id=f"{case_id}-{name}")
+
+
+CASES = list(_cases())
 
 
 @pytest.fixture(scope="module")
