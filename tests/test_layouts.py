@@ -1,5 +1,5 @@
-"""Every operator x data type x rank 1-8 x layout, bit for bit against NumPy (the NumPy views at five ranks by
-default).
+"""Every operator x data type x rank 1-8 x layout, bit for bit against NumPy (by default the NumPy views and the zero
+strides at three ranks, and the row layouts in full for one case of each kind of loop).
 
 Two routes: NumPy views through the NumPy-level API (packed, permuted, broadcast operands, step-sliced, size-1
 dimensions, reversed), and explicit DML descriptions whose padded, permuted and zero strides cannot be merged,
@@ -28,9 +28,9 @@ from .reference import (
 SHAPES = {1: (37,), 2: (5, 7), 3: (3, 4, 5), 4: (2, 3, 2, 5), 5: (2, 3, 2, 2, 3), 6: (2, 2, 3, 2, 2, 3),
           7: (2, 2, 2, 3, 2, 2, 2), 8: (2, 2, 2, 2, 2, 3, 2, 2)}
 LAYOUTS = ["packed", "permuted", "broadcast_a", "broadcast_b", "sliced", "size_one", "reversed"]
-# The NumPy views' ranks (test_dml_strides runs every rank on strides that cannot merge): GPUOPS_LAYOUT_RANKS="1 2 3
-# 4 5 6 7 8" takes them all.
-VIEW_RANKS = [int(r) for r in os.environ.get("GPUOPS_LAYOUT_RANKS", "1 2 3 5 8").split()]
+# The NumPy views' ranks, and the ranks of DML strides with a zero stride (test_dml_strides runs every rank on
+# strides that cannot merge): GPUOPS_LAYOUT_RANKS="1 2 3 4 5 6 7 8" takes them all.
+VIEW_RANKS = [int(r) for r in os.environ.get("GPUOPS_LAYOUT_RANKS", "1 2 8").split()]
 API_CASES = [(c, i) for c, i in op_cases() if c[3] != DataType.UINT32 or c[0] != "ELEMENT_WISE_IS_NAN"]
 
 
@@ -83,8 +83,11 @@ def _padded_permuted_strides(shape, rng, zero_dim: int | None = None) -> tuple[i
     return tuple(strides)
 
 
-@pytest.mark.parametrize("zero_strides", [False, True], ids=["strided", "zero-strides"])
-@pytest.mark.parametrize("rank", list(SHAPES))
+STRIDE_CASES = [pytest.param(rank, zero, id=f"{rank}-{'zero-strides' if zero else 'strided'}")
+                for rank in SHAPES for zero in (False, True) if not zero or rank in VIEW_RANKS]
+
+
+@pytest.mark.parametrize(("rank", "zero_strides"), STRIDE_CASES)
 @pytest.mark.parametrize("case", [c for c, _ in op_cases()], ids=[i for _, i in op_cases()])
 def test_dml_strides(device, case, rank, zero_strides):
     operator, mode, in_type, out_type = case
@@ -123,8 +126,23 @@ def row_grid_device(device):
 # (DIVISOR_ROWS).
 DIVISOR_ROW_TYPES = (DataType.INT8, DataType.INT64, DataType.FLOAT16)
 
-ROW_CASES = [pytest.param(case, layout, id=f"{name}-{layout}") for case, name in op_cases() for layout in ROW_LAYOUTS
-             if layout != "in-place" or case[2] == case[3]]  # in place: the output's type is the input's
+# Every row layout for one case of each kind of loop (inputs, element widths, float or integer arithmetic), the
+# others on the two layouts that group rows; GPUOPS_LAYOUT_RANKS set (a full run) takes every case on every layout.
+def _row_cases():
+    seen = set()
+    for case, name in op_cases():
+        operator, _, in_type, out_type = case
+        kind = (operator in BINARY, in_type.size, out_type.size, in_type in (DataType.FLOAT16, DataType.FLOAT32))
+        every = kind not in seen or "GPUOPS_LAYOUT_RANKS" in os.environ
+        seen.add(kind)
+        for layout in ROW_LAYOUTS:
+            if layout == "in-place" and case[2] != case[3]:  # in place: the output's type is the input's
+                continue
+            if every or layout in ("row-broadcast", "replicated"):
+                yield pytest.param(case, layout, id=f"{name}-{layout}")
+
+
+ROW_CASES = list(_row_cases())
 
 
 @pytest.mark.parametrize(("case", "layout"), ROW_CASES)
