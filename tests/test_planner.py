@@ -25,7 +25,7 @@ from .footprint import footprint_of
 from .layout_strategies import layout_cases, transposed_cases
 from .planning import CASES_BY_KIND, check_plans, kind_id, kind_of, plan_case, plan_of
 
-PLANNER_EXAMPLES = int(os.environ.get("GPUOPS_PLANNER_EXAMPLES", "600"))
+PLANNER_EXAMPLES = int(os.environ.get("GPUOPS_PLANNER_EXAMPLES", "300"))
 
 
 @settings(max_examples=PLANNER_EXAMPLES, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
