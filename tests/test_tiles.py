@@ -1,8 +1,8 @@
 """The TILES grid on the GPU (wgsl/loop/grids/tiles.wgsl): inputs whose fastest dimension is not the output's (2-D
-transposes, NCHW read into NHWC, other orders), every operator x type (every layout for one case of each kind
-of loop, the others on one), bit for bit against NumPy, with canary bytes around the elements and binding offsets. Tiles are small (workgroups of eight) so that tensors of a few thousand
-elements hold whole tiles, edge tiles and rows that start inside a word; one layout runs at the default workgroup
-size."""
+transposes, NCHW read into NHWC, other orders), every operator x type (every layout for one case of each kind of
+loop, the others on one), bit for bit against NumPy, with canary bytes around the elements and binding offsets.
+Tiles are small (workgroups of eight) so that tensors of a few thousand elements hold whole tiles, edge tiles and
+rows that start inside a word; one layout runs at the default workgroup size."""
 
 from __future__ import annotations
 
