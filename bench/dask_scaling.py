@@ -47,6 +47,7 @@ import time
 import numpy as np
 
 import gpuops
+from gpuops.bench.cli import parse_size
 from gpuops.bench.torch_compare import torch_cuda
 
 try:
@@ -63,15 +64,6 @@ SCHEMA = "gpuops-dask-scaling/1"
 HOST_BYTES_PER_PAIR = 12  # a, b and the result, float32
 DEVICE_BYTES_PER_ELEMENT = 16  # fmod and sign, each reading and writing float32
 GOALS = {"host": 3.4, "device": 3.6, "single": 1.3}
-
-
-def parse_size(text: str) -> int:
-    """'1024', '2^22' or '2**22'."""
-    for power in ("^", "**"):
-        if power in text:
-            base, exponent = text.split(power)
-            return int(base) ** int(exponent)
-    return int(text)
 
 
 # ------------------------------------------------------------------------------------------------- data

@@ -45,22 +45,13 @@ import numpy as np
 import wgpu
 
 import gpuops
+from gpuops.bench.cli import parse_size
 from gpuops.bench.ticks import calibrate, split_writes
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.bench.torch_compare import torch_cuda
 from gpuops.operators import spec_by_name
 
 SCHEMA = "gpuops-host-path/1"
-
-
-
-def parse_size(text: str) -> int:
-    """'1024', '2^22' or '2**22'."""
-    for power in ("^", "**"):
-        if power in text:
-            base, exponent = text.split(power)
-            return int(base) ** int(exponent)
-    return int(text)
 
 
 def interleaved(runs: dict[str, Callable[[], object]], rounds: int, warmup: int) -> dict[str, dict]:

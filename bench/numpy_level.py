@@ -39,6 +39,7 @@ from collections.abc import Callable
 import numpy as np
 
 import gpuops
+from gpuops.bench.cli import parse_size
 from gpuops.bench.reference import compare
 from gpuops.bench.ticks import calibrate, split_writes
 from gpuops.bench.torch_compare import torch_cuda
@@ -49,15 +50,6 @@ SCHEMA = "gpuops-numpy-level/1"
 DEFAULT_SIZES = (1 << 10, 1 << 22, 1 << 24, 1 << 26)
 ALL_TYPES = ("float16", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 CHAIN_DEPTH = 16  # chains submitted before one wait in 'chain/k'
-
-
-def parse_size(text: str) -> int:
-    """'1024', '2^22' or '2**22'."""
-    for power in ("^", "**"):
-        if power in text:
-            base, exponent = text.split(power)
-            return int(base) ** int(exponent)
-    return int(text)
 
 
 def iterations_for(nbytes: int, requested: int | None) -> int:

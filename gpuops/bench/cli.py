@@ -73,6 +73,15 @@ def _positive_ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def parse_size(text: str) -> int:
+    """A count as the benchmark scripts take it: '1024', '2^22' or '2**22'."""
+    for power in ("^", "**"):
+        if power in text:
+            base, exponent = text.split(power)
+            return int(base) ** int(exponent)
+    return int(text)
+
+
 def _sizes(text: str) -> tuple[int, ...]:
     try:
         values = tuple(int(word) for word in _words(text))
