@@ -600,9 +600,18 @@ def main(argv: list[str] | None = None) -> dict:
                 "gpuops": getattr(gpuops, "__version__", "?"), "gpuops_path": gpuops.__file__, "wgpu": wgpu.__version__,
                 "host": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
                 "cuda_contexts": len(cuda_contexts), "quick": quick}
+    def save(part: str) -> None:
+        """Each part's figures are kept as soon as it ends: a run cut short keeps the parts it finished."""
+        print(f"{part}: done after {time.perf_counter() - started:.0f} s", flush=True)
+        if args.json:
+            with open(args.json, "w") as file:
+                json.dump(document, file, indent=1, default=str)
+
+    started = time.perf_counter()
     floors = measure_floors(device, args.rounds, args.warmup) if "floors" not in args.skip else None
     if floors is not None:
         document["floors"] = floors
+        save("floors")
     if "chain" not in args.skip:
         timer = GpuTimer(device)
         if args.skip_calibration or not timer.supported:
@@ -612,18 +621,21 @@ def main(argv: list[str] | None = None) -> dict:
         idle = floors.get("submit+block", {}).get("median_ns") if floors else None
         document["chain"] = measure_chain(device, timer, chain_size, max(20, args.rounds // 10), 3, args.repeats,
                                           idle)
+        save("chain")
     if "small" not in args.skip:
         document["small_after_large"] = measure_small_after_large(device, series, max(50, args.rounds // 2))
+        save("small")
     if "split" not in args.skip:
         document["split"] = measure_split(device, split_size, args.devices, 7 if quick else 9)
+        save("split")
     if "large" not in args.skip:
         document["large"] = measure_large(device, large, args.large_iterations, args.compare)
+        save("large")
     if "wait" not in args.skip and device.backend == "wgpu-native":  # (Dawn's objects are for one thread at a time)
         document["submit_during_wait"] = measure_submit_during_wait(device, args.long_job_ms)
+        save("wait")
     report(document)
     if args.json:
-        with open(args.json, "w") as file:
-            json.dump(document, file, indent=1, default=str)
         print(f"wrote {args.json}")
     return document
 
