@@ -629,8 +629,10 @@ def main(argv: list[str] | None = None) -> dict:
         document["split"] = measure_split(device, split_size, args.devices, 7 if quick else 9)
         save("split")
     if "large" not in args.skip:
-        document["large"] = measure_large(device, large, args.large_iterations, args.compare)
-        save("large")
+        document["large"] = []
+        for size in large:
+            document["large"] += measure_large(device, [size], args.large_iterations, args.compare)
+            save(f"large {size}")
     if "wait" not in args.skip and device.backend == "wgpu-native":  # (Dawn's objects are for one thread at a time)
         document["submit_during_wait"] = measure_submit_during_wait(device, args.long_job_ms)
         save("wait")
