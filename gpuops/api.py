@@ -281,7 +281,7 @@ def _call_of(function: _Function, device: Device, values: tuple, extra: tuple, o
     calls = device.pool.calls
     key = _call_key(function, extra, device.feature_level if feature_level is None else feature_level, values, out,
                     options)
-    with device._lock:
+    with device.lock:
         try:
             call = calls.get(key) if key is not None else None
         except TypeError:  # an unhashable feature_level or signature: _prepare says what is wrong with it
@@ -292,7 +292,7 @@ def _call_of(function: _Function, device: Device, values: tuple, extra: tuple, o
         return call, _operands(function, call, values), {}
     call, arrays, copies = _prepare(function, device, values, dict(extra), out, feature_level, options)
     if key is not None and not copies:  # inputs copied to run have no plan worth keeping (see _make_plan)
-        with device._lock:
+        with device.lock:
             calls[key] = call
             while len(calls) > MAX_CALLS:
                 calls.popitem(last=False)
@@ -392,7 +392,7 @@ def _call_key(function: _Function, extra: tuple, feature_level, values: tuple, o
         if kind is np.ndarray:
             key.append((kind, value.dtype, value.shape, value.strides, value.flags.writeable))
         elif kind is DeviceArray:
-            key.append((kind, value._dtype, value._shape, value._strides))
+            key.append((kind, value.dtype, value.shape, value.strides))
         elif kind in _PYTHON_SCALARS or value is None:
             key.append(kind)
         elif isinstance(value, np.generic):
@@ -504,9 +504,9 @@ def _type_stand_in(where: str, name: str, value):
 
 def _empty_device_array(device: Device, shape: tuple[int, ...], dtype: np.dtype) -> DeviceArray:
     pool = pool_of(device)
-    with device._lock:
+    with device.lock:
         buffer = pool.acquire(device, STORAGE, 16)
-    return DeviceArray._wrap(device, buffer, dtype, shape, packed_strides(shape), 0, True)
+    return DeviceArray.of_pooled_buffer(device, buffer, dtype, shape, packed_strides(shape))
 
 
 def _check_out(function: _Function, level: FeatureLevel, out, loop: Loop, casting: str) -> DataType | None:
@@ -724,19 +724,19 @@ def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndar
     temporaries: list = []  # the pool's buffers this call gives back when done
     try:
         staged = _stage_uploads(spec, device, plan, arrays, copies, temporaries)
-        with device._lock:  # one device's wgpu calls are never made from two threads at once
+        with device.lock:  # one device's wgpu calls are never made from two threads at once
             encoder = device.wgpu_device.create_command_encoder()
             regions, cached = _input_regions(spec, device, plan, arrays, copies, staged, encoder, temporaries)
             result = None
             if type(out) is DeviceArray:
-                regions.append(out._region())
+                regions.append(out.region())
                 cached = cached and out.owned
             else:
                 with device.explained(spec.name, "allocating buffers"):
                     buffer = pool.acquire(device, STORAGE, plan.out_size)
                 if to_device:
-                    result = DeviceArray._wrap(device, buffer, call.loop.result, shape,
-                                               plan.out_strides if shape else (), 0, True)
+                    result = DeviceArray.of_pooled_buffer(device, buffer, call.loop.result, shape,
+                                                          plan.out_strides if shape else ())
                 else:
                     temporaries.append(buffer)
                 regions.append((buffer, 0, plan.out_size))
@@ -751,7 +751,7 @@ def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndar
                 raise ValidationError(f"gpuops.{spec.numpy_name}: {exc}") from None
             device.check_uses(uses)
             with device.explained(spec.name, "recording"):
-                table._record_locked(encoder)
+                table.record_unchecked(encoder)
             if to_device:
                 device.submit(encoder, spec.name, uses)
                 return _Running(device, None, result, temporaries)
@@ -759,7 +759,7 @@ def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndar
         reading = start_read_back(device, pool, encoder, regions[-1][0], 0, plan.out_size, spec.name, uses, tail)
     except BaseException:
         if temporaries:
-            with device._lock:
+            with device.lock:
                 pool.release(*temporaries)
         raise
     return _Running(device, reading, _HostResult(plan, shape, out, call.loop.result == _BOOL, call.converts_out,
@@ -792,7 +792,7 @@ class _Running:
         self.device, self.reading, self.result, self.temporaries = device, reading, result, temporaries
         self.error_flags = 0
         if reading is None and temporaries:
-            with device._lock:
+            with device.lock:
                 device.pool.release(*temporaries)
 
     def finish(self) -> np.ndarray | DeviceArray | None:
@@ -829,7 +829,7 @@ class _Running:
             self.reading.finish(fill, temporaries)
         finally:
             if temporaries:
-                with device._lock:
+                with device.lock:
                     device.pool.release(*temporaries)
         for status in raised:
             self.error_flags |= status
@@ -893,7 +893,7 @@ def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: 
     with device.explained(spec.name, "uploading the inputs"):
         for index, array in enumerate(arrays):
             if plan.starts[index] is None:  # a device array
-                regions.append(array._region())
+                regions.append(array.region())
                 cached = cached and array.owned
                 continue
             region = uploaded.get(id(array)) if index not in copies else None

@@ -100,6 +100,13 @@ class DeviceArray:
             object.__setattr__(self, name, value)
         return self
 
+    @classmethod
+    def of_pooled_buffer(cls, device: Device, buffer, dtype: np.dtype, shape: tuple[int, ...],
+                         strides: tuple[int, ...]) -> DeviceArray:
+        """A device array at the start of `buffer`, taken from `device.pool`, which it gives back when collected:
+        the NumPy-level functions' results and uploads."""
+        return cls._wrap(device, buffer, dtype, shape, strides, 0, True)
+
     def __del__(self) -> None:
         # Unlike weakref.finalize, nothing to set up per array. It may run in any thread, inside the garbage
         # collector: give_back only queues the buffer. (An instance whose __init__ refused has no slots set.) A view
@@ -229,11 +236,11 @@ class DeviceArray:
                                   f"buffer, not a multiple of {MINIMUM_BUFFER_TENSOR_ALIGNMENT} (DirectML's binding "
                                   "alignment); bind its base (.base.binding, with a TensorDesc whose strides reach "
                                   "the view's elements), or a copy: gpuops.asarray(view.numpy())")
-        return Binding(*self._region())
+        return Binding(*self.region())
 
-    def _region(self) -> tuple[object, int, int]:
-        """(buffer, offset, size) of the array's elements, as `.binding` without its alignment rule (the
-        NumPy-level functions bind views at any whole element)."""
+    def region(self) -> tuple[object, int, int]:
+        """(buffer, offset, size) of the array's elements, as `.binding` without its alignment rule: the NumPy-level
+        functions bind views at any whole element."""
         return self._buffer, self._offset, self._binding_size()
 
     def _binding_size(self) -> int:
@@ -515,7 +522,7 @@ def asarray(x, device: Device | None = None) -> DeviceArray:
         array = array.copy(order="K")
     strides = tuple(s // itemsize for s in array.strides)
     pool = pool_of(device)
-    with device._lock, device.explained(where, "uploading an array"):
+    with device.lock, device.explained(where, "uploading an array"):
         if array.size == 0:
             buffer = pool.acquire(device, STORAGE, 16)
         else:
@@ -524,4 +531,4 @@ def asarray(x, device: Device | None = None) -> DeviceArray:
             if staging is not None:  # a large array: its copy from the mapped upload buffer runs now
                 device.submit(encoder, where)
                 pool.release(staging)
-    return DeviceArray._wrap(device, buffer, array.dtype, array.shape, strides, 0, True)
+    return DeviceArray.of_pooled_buffer(device, buffer, array.dtype, array.shape, strides)

@@ -65,59 +65,44 @@ class DeviceWatch:
     call: a call in progress may be waiting for the GPU (a read-back's mapping), and wgpu-py stops polling a
     destroyed device, so that wait would never end; after the call, nothing of gpuops uses the device."""
 
-    __slots__ = ("submit_lock", "lost", "users", "_device", "_prior", "_destroying", "__weakref__")
+    __slots__ = ("lock", "lost", "_device", "_prior", "_destroying", "__weakref__")
 
     def __init__(self, wgpu_device, prior):
-        self.submit_lock = threading.RLock()  # held only across checks and a submit: never across a wait
+        # Every call gpuops makes into this wgpu device and its objects, a submit with its checks included, is made
+        # under this lock, shared by every gpuops.Device on the device (Device.lock): Dawn crashes when one device
+        # is used from two threads at once, and a buffer or the device destroyed between a submit's checks and the
+        # submit aborts wgpu-native. Never held across a wait for the GPU.
+        self.lock = threading.RLock()
         self.lost: str | None = None  # why the device is lost; None while it is usable
-        self.users: dict[int, weakref.ref] = {}  # id -> the gpuops.Devices on this device (their _lock)
         self._device = weakref.ref(wgpu_device)
         self._prior = prior  # an instance-level destroy someone set before gpuops: still called
         self._destroying = False
-
-    def used_by(self, gpuops_device) -> None:
-        key = id(gpuops_device)
-        self.users[key] = weakref.ref(gpuops_device, lambda _, users=self.users, key=key: users.pop(key, None))
 
     def __call__(self) -> None:
         self.mark_lost("destroyed by wgpu_device.destroy()")
         if self._destroying:
             return
         self._destroying = True
-        locks = [device._lock for device in (ref() for ref in list(self.users.values())) if device is not None]
-        held = []
-        for lock in locks:
-            # A lock this thread holds means a gpuops call of this thread is under way (destroy was called from
-            # inside it): that call must end first too.
-            if getattr(lock, "_is_owned", lambda: False)() or not lock.acquire(blocking=False):
-                break
-            held.append(lock)
-        try:
-            if len(held) == len(locks):
+        # The lock held by this thread means a gpuops call of this thread is under way (destroy was called from
+        # inside it): that call must end first too, so the device is destroyed by another thread once it has.
+        if not getattr(self.lock, "_is_owned", lambda: False)() and self.lock.acquire(blocking=False):
+            try:
                 self._destroy()
-                return
-        finally:
-            for lock in held:
-                lock.release()
-        threading.Thread(target=self._destroy_after, args=(locks,), name="gpuops device destroy",
-                         daemon=True).start()
+            finally:
+                self.lock.release()
+            return
+        threading.Thread(target=self._destroy_after, name="gpuops device destroy", daemon=True).start()
 
-    def _destroy_after(self, locks: list) -> None:
-        for lock in locks:
-            lock.acquire()
-        try:
+    def _destroy_after(self) -> None:
+        with self.lock:
             self._destroy()
-        finally:
-            for lock in locks:
-                lock.release()
 
     def _destroy(self) -> None:
         wgpu_device = self._device()
-        with self.submit_lock:
-            if self._prior is not None:
-                self._prior()
-            elif wgpu_device is not None:
-                type(wgpu_device).destroy(wgpu_device)
+        if self._prior is not None:
+            self._prior()
+        elif wgpu_device is not None:
+            type(wgpu_device).destroy(wgpu_device)
 
     def mark_lost(self, reason: str) -> None:
         if self.lost is None:
@@ -135,7 +120,7 @@ def watch_device(wgpu_device) -> DeviceWatch:
 
 
 class BufferWatch:
-    """`destroy` of a buffer gpuops has bound: marks it destroyed (under its device's submit lock) before
+    """`destroy` of a buffer gpuops has bound: marks it destroyed (under its device's lock) before
     destroying it, and tells the plan caches that hold dispatches of it to drop them. Its serial number `key`
     stands for the buffer in those caches' keys, so that they hold no reference to it; when the buffer is
     collected, the caches drop its dispatches too (their bind groups would keep its memory)."""
@@ -153,7 +138,7 @@ class BufferWatch:
 
     def __call__(self) -> None:
         buffer = self._buffer()
-        with self._device.submit_lock:
+        with self._device.lock:
             self.destroyed = True
             if self._prior is not None:
                 self._prior()

@@ -118,7 +118,7 @@ class Device:
             self.wgpu_device = request_device(
                 self.wgpu, self.adapter, self.runtime_checks, label="gpuops", required_features=features,
                 required_limits={k: limits[k] for k in wanted})
-        # What gpuops knows of the wgpu device (lost or not) and its submit lock, shared by every gpuops.Device on it.
+        # What gpuops knows of the wgpu device (lost or not), shared by every gpuops.Device on it.
         self._watch = watch_device(self.wgpu_device)
         self.wait_timeout = WAIT_TIMEOUT
         self._synchronize_source: wgpu.GPUBuffer | None = None  # what synchronize() reads back, made once
@@ -129,13 +129,13 @@ class Device:
         # Whether pack2x16float rounds inexact values to nearest, ties to even, as NumPy does: the policy's answer, or
         # probed the first time a kernel depends on it (see _probe_pack_rounding).
         self._pack_rounds_to_nearest = self.policy.pack_rounds_to_nearest
-        # Every wgpu call made for this Device happens under this lock: some WebGPU bindings (Dawn's) crash when
-        # one device is used from several threads at once. gpuops never waits for the GPU while holding it.
-        self._lock = threading.RLock()
+        # Every wgpu call made for this Device happens under this lock, the wgpu device's (every gpuops.Device on
+        # it shares it): Dawn crashes when one device is used from several threads at once. gpuops never waits for
+        # the GPU while holding it; code of gpuops' other modules that calls into the device's objects holds it too.
+        self.lock = self._watch.lock
         if self._watch.lost is not None:
             raise DeviceError(f"Device.wgpu_device: the WebGPU device on {self.adapter_name} is lost "
                               f"({self._watch.lost}); request a new device")
-        self._watch.used_by(self)  # its destroy waits for this Device's calls in progress
         self._pipelines: OrderedDict[KernelKey, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = \
             OrderedDict()
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
@@ -148,7 +148,7 @@ class Device:
     def placeholder(self, access: str) -> wgpu.GPUBuffer:
         """A 16-byte buffer bound where a view is declared but has nothing to reach (one per access mode, so
         read-only and writable bindings never share it)."""
-        with self._lock:
+        with self.lock:
             if access not in self._placeholders:
                 self._placeholders[access] = self.wgpu_device.create_buffer(
                     label=f"gpuops placeholder ({access})", size=16, usage=self.wgpu.BufferUsage.STORAGE)
@@ -170,7 +170,7 @@ class Device:
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
         key = (desc, level)
-        with self._lock:
+        with self.lock:
             compiled = self._compiled.get(key)
             if compiled is None:
                 validate(desc, level)
@@ -190,9 +190,9 @@ class Device:
     def submit(self, encoder: wgpu.GPUCommandEncoder, what: str = "gpuops work", uses: Iterable[Use] = ()) -> None:
         """Finish `encoder` and submit it. Every buffer in `uses` is checked first (destroyed, mapped, another
         device's: wgpu-native aborts the process on a submission that uses one), and so is the device, under the
-        submit lock that destroying either takes: nothing is submitted when a check fails."""
+        lock that destroying either takes: nothing is submitted when a check fails."""
         watch = self._watch
-        with self._lock, watch.submit_lock:
+        with self.lock:
             if watch.lost is not None:
                 raise self.lost_error(what, "submitting")
             self.check_uses(uses)
@@ -218,7 +218,7 @@ class Device:
         """Whether the device is lost, asking it where gpuops does not know yet: a lost device refuses even a
         4-byte buffer (wgpu-native has no other synchronous question for it)."""
         if self._watch.lost is None:
-            with self._lock:
+            with self.lock:
                 try:
                     probe = self.wgpu_device.create_buffer(label="gpuops device check", size=4,
                                                            usage=self.wgpu.BufferUsage.COPY_DST)
@@ -275,7 +275,7 @@ class Device:
         work-done notice; on Dawn a 4-byte copy submitted after that work is read back (WebGPU finishes a queue's
         submissions in order). Bounded by `wait_timeout`; a lost device raises DeviceError."""
         what = "Device.synchronize"
-        with self._lock, self.explained(what, "asking for the queue's work-done notice"):
+        with self.lock, self.explained(what, "asking for the queue's work-done notice"):
             pending = self.host_access.begin_work_done()
             if pending is None and self._synchronize_source is None:
                 self._synchronize_source = self.wgpu_device.create_buffer(
@@ -294,7 +294,7 @@ class Device:
         access = self.host_access
         event = pending.event
         if event is None:  # a wgpu-py without the promise's event: wgpu's own wait, unbounded, under the lock
-            with self._lock, self.explained(operator, step):
+            with self.lock, self.explained(operator, step):
                 access.finish(pending)
             return
         start = time.monotonic()
@@ -303,7 +303,7 @@ class Device:
         try:
             while True:
                 if access.looks_under_lock:  # Dawn (see PromiseAccess)
-                    with self._lock, self.explained(operator, step):
+                    with self.lock, self.explained(operator, step):
                         waited_in_dawn = access.look(pending, _DAWN_LOCKED_WAIT)
                     pause = _DAWN_UNLOCKED_PAUSE if waited_in_dawn else \
                         dawn_wait_pause(looks, time.monotonic() - start)
@@ -331,7 +331,7 @@ class Device:
     def pipeline(self, key: KernelKey) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         """The pipeline and bind group layout of a kernel, from the device's bounded cache. Dispatches keep their
         own references: dropping one from the cache frees it only when nothing else uses it."""
-        with self._lock:
+        with self.lock:
             pipelines = self._pipelines
             found = pipelines.get(key)
             if found is None:
@@ -357,7 +357,7 @@ class Device:
         """Whether pack2x16float rounds as NumPy does: the policy's answer, else probed once on the device."""
         if self._pack_rounds_to_nearest is None:
             found = _probe_pack_rounding(self)  # two threads may both probe: the same answer
-            with self._lock:
+            with self.lock:
                 if self._pack_rounds_to_nearest is None:
                     self._pack_rounds_to_nearest = found
         return self._pack_rounds_to_nearest
@@ -400,7 +400,7 @@ def _probe_pack_rounding(gpuops_device: Device) -> bool:
     usage = gpuops_device.wgpu.BufferUsage
     device = gpuops_device.wgpu_device
     what = "the pack2x16float rounding probe"
-    with gpuops_device._lock, gpuops_device.explained(what, "preparing"):
+    with gpuops_device.lock, gpuops_device.explained(what, "preparing"):
         source = device.create_buffer_with_data(data=values.tobytes(), usage=usage.STORAGE)
         result = device.create_buffer(size=pairs * 4, usage=usage.STORAGE | usage.COPY_SRC)
         module = device.create_shader_module(code=wgsl_file("probes/pack_rounding.wgsl"))
@@ -413,7 +413,7 @@ def _probe_pack_rounding(gpuops_device: Device) -> bool:
         gpuops_device.submit(encoder, what)
         got = np.frombuffer(gpuops_device.read_buffer(result, what=what), np.uint32)
     finally:
-        with gpuops_device._lock, contextlib.suppress(Exception):  # a lost device's buffers: nothing to free
+        with gpuops_device.lock, contextlib.suppress(Exception):  # a lost device's buffers: nothing to free
             source.destroy()
             result.destroy()
     return bool(np.array_equal(got.view(np.uint16), values.astype(np.float16).view(np.uint16)))
@@ -441,9 +441,10 @@ class BindingTable:
         self.bindings = dict(bindings)  # a copy: the table stands for the bindings it was validated with
         self._dispatches = dispatches
 
-    def _record_locked(self, encoder: wgpu.GPUCommandEncoder) -> None:
-        """Record the dispatches into `encoder` as one compute pass, without record()'s checks: for gpuops' own
-        callers, which made the encoder, hold the device's lock and have checked the caller's buffers."""
+    def record_unchecked(self, encoder: wgpu.GPUCommandEncoder) -> None:
+        """Record the dispatches into `encoder` as one compute pass, without record()'s checks: for callers that
+        made the encoder, hold `Device.lock` and have checked the buffers (`Device.check_uses`), as the NumPy-level
+        functions do."""
         compute_pass = encoder.begin_compute_pass()
         _dispatch_all(compute_pass, self._dispatches)
         compute_pass.end()
@@ -465,7 +466,7 @@ class CompiledOperator:
         IDMLBindingTable); a refused binding raises here. `element_offsets` is gpuops' extension beyond DirectML's
         rule (offsets that are multiples of 16), for views of device arrays: each offset need only be a whole
         number of its tensor's elements (see validation.validate_bindings)."""
-        with self.device._lock:
+        with self.device.lock:
             return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
                                                                   element_offsets=element_offsets))
 
@@ -475,7 +476,7 @@ class CompiledOperator:
         at a multiple of the adapter's storage offset alignment; kernel.Operation.error_flags), for an operator whose
         row has error_flags. For the NumPy-level functions, which clear the word and read it back with the result:
         not part of DirectML's API."""
-        with self.device._lock:
+        with self.device.lock:
             return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
                                                                   element_offsets=element_offsets, flags=flags))
 
@@ -491,7 +492,7 @@ class CompiledOperator:
 
     def _execute(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool) -> None:
         device = self.device
-        with device._lock:
+        with device.lock:
             if device._watch.lost is not None:
                 raise device.lost_error(self.spec.name, "executing")
             dispatches = self._plan_locked(bindings, cache)
@@ -517,7 +518,7 @@ class CompiledOperator:
         if getattr(encoder, "_device", device.wgpu_device) is not device.wgpu_device:
             raise ValidationError(f"{self.spec.name}: record: encoder {shown(encoder)} belongs to another wgpu "
                                   "device than this operator's gpuops.Device")
-        with device._lock:
+        with device.lock:
             if device._watch.lost is not None:
                 raise device.lost_error(self.spec.name, "recording")
             dispatches = self._plan_locked(bindings)
@@ -538,7 +539,7 @@ class CompiledOperator:
     def _plan(self, bindings: Mapping[str, Binding] | BindingTable) -> tuple[_Dispatch, ...]:
         """The dispatches for these bindings: built once, then reused from the device's bounded cache, so
         repeated execution allocates nothing."""
-        with self.device._lock:
+        with self.device.lock:
             return self._plan_locked(bindings)
 
     def _plan_locked(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool = True,
@@ -775,7 +776,7 @@ class Batch:
     def __init__(self, device: Device):
         self.device = device
         self._uses: dict[int, Use] = {}  # id(buffer) -> a use of it, checked again at submit
-        with device._lock, device.explained("a batch", "starting"):
+        with device.lock, device.explained("a batch", "starting"):
             self.encoder = device.wgpu_device.create_command_encoder(label="gpuops batch")
             self._pass = self.encoder.begin_compute_pass()
         self._pipeline = None  # the pass's current pipeline
@@ -795,7 +796,7 @@ class Batch:
         device = self.device
         # No context manager here (a try instead): a batch of many small operations spends most of its host time in
         # this method.
-        with device._lock:
+        with device.lock:
             if device._watch.lost is not None:
                 raise device.lost_error(compiled.spec.name, "recording into a batch")
             dispatches = compiled._plan_locked(bindings)  # validated before anything is recorded
@@ -816,7 +817,7 @@ class Batch:
             raise GpuOpsError("this batch was already submitted; start a new one with device.batch()")
         self._done = True
         what = f"a batch of {self.count} operations"
-        with self.device._lock, self.device.explained(what, "ending its pass"):
+        with self.device.lock, self.device.explained(what, "ending its pass"):
             self._pass.end()
         uses, self._uses = self._uses, {}
         self.device.submit(self.encoder, what, uses.values())

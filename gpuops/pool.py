@@ -288,24 +288,24 @@ def fill_upload(device: Device, pool: BufferPool, data, what: str = "gpuops") ->
     size = data.nbytes
     words = -(-size // 4) * 4  # copies and mappings move whole 4-byte words
     access = device.host_access
-    with device._lock, device.explained(what, "allocating an upload buffer"):
+    with device.lock, device.explained(what, "allocating an upload buffer"):
         staging = pool.acquire(device, UPLOAD, words, what)
     pending = view = None
     try:
-        with device._lock, device.explained(what, "mapping an upload buffer"):
+        with device.lock, device.explained(what, "mapping an upload buffer"):
             pending = access.begin_map(staging, True, words)
         device.wait(pending, what, "mapping an upload buffer")
-        with device._lock, device.explained(what, "writing an upload buffer"):
+        with device.lock, device.explained(what, "writing an upload buffer"):
             view = access.mapped_view(staging, pending, words, write=True)
             if view is None:  # no writable view in this wgpu-py: its own copy, on this thread
                 staging.write_mapped(data, 0)
         if view is not None:
             device.host_copies.copy(np.frombuffer(view, np.uint8, size),
                                     np.frombuffer(memoryview(data).cast("B"), np.uint8, size))
-        with device._lock, device.explained(what, "writing an upload buffer"):
+        with device.lock, device.explained(what, "writing an upload buffer"):
             access.unmap(staging, pending, view)
     except BaseException:
-        with device._lock:
+        with device.lock:
             _give_back_mappable(device, pool, staging, pending, view)
         raise
     return staging
@@ -348,14 +348,14 @@ class ReadBack:
         mapped = None
         try:
             device.wait(self.pending, what, "waiting for the read-back")
-            with device._lock, device.explained(what, "reading back"):
+            with device.lock, device.explained(what, "reading back"):
                 mapped = access.mapped_view(staging, self.pending, self.size, write=False)
             fill(mapped)
         except BaseException:
-            with device._lock:
+            with device.lock:
                 _give_back_mappable(device, pool, staging, self.pending, mapped)
             raise
-        with device._lock:
+        with device.lock:
             access.unmap(staging, self.pending, mapped)
             if done is None:
                 pool.release(staging)
@@ -374,8 +374,8 @@ def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: i
     size = -(-size // 4) * 4 + (tail[2] if tail is not None else 0)
     staging = None
     try:
-        # One hold of the locks from the copy to the mapping.
-        with device._lock, device._watch.submit_lock:
+        # One hold of the device's lock from the copy to the mapping.
+        with device.lock:
             with device.explained(what, "reading a result back"):
                 if encoder is None:
                     encoder = device.wgpu_device.create_command_encoder(label="gpuops read-back")
@@ -390,7 +390,7 @@ def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: i
                 pending = device.host_access.begin_map(staging, False, size)
     except BaseException:
         if staging is not None:
-            with device._lock:
+            with device.lock:
                 pool.release(staging)  # never mapped
         raise
     return ReadBack(device, pool, staging, pending, size, what)

@@ -252,13 +252,24 @@ def test_waits_are_bounded_and_hold_no_lock(device, monkeypatch):
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     assert mapping.wait(10)
-    got_lock = fresh._lock.acquire(timeout=5)  # while the read-back waits
+    got_lock = fresh.lock.acquire(timeout=5)  # while the read-back waits
     if got_lock:
-        fresh._lock.release()
+        fresh.lock.release()
     reader.join(10)
     assert got_lock and not reader.is_alive() and outcome
     outcome[0].match(r"Device.read_buffer: waiting for the read-back: the WebGPU device .* did not finish in 0.5 "
                      r"seconds \(Device.wait_timeout\)")
+
+
+def test_devices_on_one_wgpu_device_share_its_lock_and_others_do_not(device):
+    """Dawn crashes when one device is called from two threads at once: two gpuops.Devices on one wgpu device
+    take one lock, and a Device on another wgpu device (another GPU, or a second device on one adapter) its own."""
+    same = device_with(device)
+    assert same.lock is device.lock
+    other = gpuops.Device(wgpu_device=device.adapter.request_device_sync(required_limits=device.limits))
+    assert other.lock is not device.lock
+    x = np.linspace(-2, 2, 1001, dtype=np.float32)
+    assert np.array_equal(gpuops.sign(x, device=other), np.sign(x))
 
 
 def test_dawn_waits_end_late_by_a_small_share_at_most():

@@ -330,12 +330,12 @@ class Untouchable(gpuops.Device):
 
     def __init__(self):  # no adapter
         object.__setattr__(self, "pool", pool.BufferPool())
-        object.__setattr__(self, "_lock", threading.RLock())
+        object.__setattr__(self, "lock", threading.RLock())
 
     def __getattribute__(self, name):
         if name == "feature_level":
             return FeatureLevel.LEVEL_6_4
-        if name in ("pool", "_lock"):
+        if name in ("pool", "lock"):
             return object.__getattribute__(self, name)
         raise AssertionError(f"the device was used ({name}) for an empty result")
 
