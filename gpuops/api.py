@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import fperrors
-from .arrays import DeviceArray, empty_in_order, host_bytes, layout_stand_in
+from .arrays import UFUNC_FUNCTIONS, DeviceArray, empty_in_order, host_bytes, layout_stand_in
 from .device import CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import CastingError, DeviceError, ValidationError, shown
@@ -128,6 +128,10 @@ def modulus_truncate(a, b, *, out=None, where=True, casting="same_kind", order="
     """C's remainder: np.fmod bit for bit, with its types, keywords and floating-point errors."""
     return _run(_MODULUS_TRUNCATE, (a, b), (), out, device, feature_level,
                 _options(_MODULUS_TRUNCATE, where, casting, order, dtype, subok, signature))
+
+
+UFUNC_FUNCTIONS.update(sign=sign, is_nan=is_nan, is_infinity=is_infinity, modulus_floor=modulus_floor,
+                       modulus_truncate=modulus_truncate)  # what device arrays' __array_ufunc__ runs
 
 
 def gathers(array: np.ndarray) -> bool:

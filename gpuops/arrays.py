@@ -20,13 +20,14 @@ NumPy code can use them as far as gpuops runs them, and no further; nothing is r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import ctypes
 import math
 
 import numpy as np
 
 from .binding import Binding
-from .device import Device
+from .device import Device, default_device
 from .enums import DataType, integer_value
 from .errors import ValidationError, shown
 from .layout import span_in_bytes
@@ -283,8 +284,6 @@ class DeviceArray:
         """np.sign, np.isnan, np.isinf, np.remainder (np.mod) and np.fmod with a device array among the operands or
         out=: the gpuops function, on the GPU, with every keyword passed on as given (out= as an array, from
         NumPy's 1-tuple). Another type that overrides ufuncs among them decides instead (NEP 13)."""
-        from . import api  # (api imports this module)
-
         name = _UFUNCS.get(ufunc) if method == "__call__" else None
         if name is None:
             called = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
@@ -298,7 +297,7 @@ class DeviceArray:
                 return NotImplemented
         if out:
             (kwargs["out"],) = out  # NumPy passes out= as a tuple: these ufuncs have one output
-        return getattr(api, name)(*inputs, **kwargs)
+        return UFUNC_FUNCTIONS[name](*inputs, **kwargs)
 
     def __mod__(self, other):
         return np.remainder(self, other)
@@ -427,9 +426,12 @@ class DeviceArray:
                 f"device={self._device.adapter_name!r})")
 
 
-# The ufuncs that run on device arrays, and the gpuops functions (gpuops/api.py) that run them.
+# The ufuncs that run on device arrays, and the names of the gpuops functions that run them.
 _UFUNCS = {np.sign: "sign", np.isnan: "is_nan", np.isinf: "is_infinity", np.remainder: "modulus_floor",
            np.fmod: "modulus_truncate"}
+# Those functions by name, put here by gpuops/api.py when it is imported (it imports this module, which so never
+# imports it): the package imports both.
+UFUNC_FUNCTIONS: dict[str, Callable] = {}
 _NDARRAY_UFUNC = np.ndarray.__array_ufunc__
 _RESHAPE_TAKES_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
 
@@ -512,8 +514,6 @@ def asarray(x, device: Device | None = None) -> DeviceArray:
     if not array.dtype.isnative:
         array = array.astype(array.dtype.newbyteorder("="))  # the same values in the machine's byte order
     if device is None:
-        from . import default_device  # where the package exports it
-
         device = default_device()
     itemsize = array.itemsize
     dense = all(s >= 0 and s % itemsize == 0 for s in array.strides) and \
