@@ -243,17 +243,20 @@ def random_values(data_type: DataType, count: int, rng: np.random.Generator) -> 
     """Benchmark data: mostly ordinary values (what real tensors hold), with the special values mixed in so that the
     check before timing covers them too."""
     dtype = data_type.numpy_dtype
+    # (float32 draws: a table row's 2^26 values in a quarter of the time float64 draws take)
     if dtype.kind == "f":
-        values = (rng.standard_normal(count) * 100).astype(dtype)
+        values = rng.standard_normal(count, dtype=np.float32)
+        values *= 100
+        values = values.astype(dtype, copy=False)
         info = np.finfo(dtype)
         specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, float(info.smallest_subnormal),
                              -float(info.smallest_subnormal), float(info.max), -float(info.max), 0.5, 3.0], dtype)
-        pick = rng.random(count) < 0.05
+        pick = rng.random(count, dtype=np.float32) < 0.05
         values[pick] = rng.choice(specials, size=int(pick.sum()))
         return values
     info = np.iinfo(dtype)
     values = rng.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True)
-    small = rng.random(count) < 0.5  # small magnitudes too, where remainders are not just the dividend
+    small = rng.random(count, dtype=np.float32) < 0.5  # small magnitudes too, where remainders are not just the dividend
     values[small] = rng.integers(max(info.min, -100), min(info.max, 100), size=int(small.sum()), endpoint=True)
     return values
 
