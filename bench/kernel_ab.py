@@ -107,6 +107,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{device.adapter_name} ({device.backend}); median ns per run by {basis}; this over the other", flush=True)
     print(f"{'section':13s} {'row':42s} {'other':>10s} {'this':>10s} {'this/other':>10s}", flush=True)
     ratios, failures, rows = [], 0, []
+
+    def save() -> None:
+        """The rows so far: a run cut short by a time limit keeps what it measured."""
+        if args.json:
+            args.json.write_text(json.dumps({"adapter": device.adapter_name, "backend": device.backend,
+                                             "basis": basis, "data": args.data, "elements": args.elements,
+                                             "rows": rows}, indent=1) + "\n", encoding="utf-8")
     for section, case in table_cases(device.feature_level, args.elements):
         if args.error_flags and not reports_errors(case):
             continue
@@ -150,13 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{section:13s} {name:42s} {other_ns:10.0f} {this_ns:10.0f} {this_ns / other_ns:10.3f}", flush=True)
         finally:
             workload.release()
+            save()
     if ratios:
         print(f"{len(ratios)} rows: this/other from {min(ratios):.3f} to {max(ratios):.3f}, geometric mean "
               f"{float(np.exp(np.mean(np.log(ratios)))):.3f}; {failures} not exact", flush=True)
-    if args.json:
-        args.json.write_text(json.dumps({"adapter": device.adapter_name, "backend": device.backend, "basis": basis,
-                                         "data": args.data, "elements": args.elements, "rows": rows}, indent=1)
-                             + "\n", encoding="utf-8")
     return 1 if failures else 0
 
 
