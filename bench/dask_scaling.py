@@ -16,7 +16,9 @@ For each N (where N is more than the adapters, workers share them, and the rows 
   scheduler Dask's own cost: a persist of one trivial task per worker (the round trip), and of 64 trivial tasks
             per worker (per task)
   single    (N = 1 only) the host row's path on --single-elements pairs against one plain gpuops.modulus_floor
-            call on as many pairs in this process, on the same adapter (goal: Dask <= 1.3 x plain)
+            call on as many pairs in this process, on the same adapter (goal: Dask <= 1.3 x plain); beside them,
+            without the scheduler, the chunks' calls in this process one after the other and as many at once as
+            the worker has threads, and the plain call inside the worker's process
 Limits without Dask, for each N:
   memory    host memory bandwidth: N processes each copying --copy-bytes with np.copyto at once, into a
             destination written before (pre-touched) and into a new one (page faults, as a new result array)
@@ -42,6 +44,7 @@ import os
 import platform
 import statistics
 import sys
+import threading
 import time
 
 import numpy as np
@@ -267,8 +270,35 @@ def measure_single(client, adapter: int, total: int, chunk: int, repeats: int) -
     plain = rate_row(total, samples, HOST_BYTES_PER_PAIR)
     with np.errstate(all="ignore"):
         plain["exact"] = exact(gpuops.modulus_floor(a, b, device=device), np.remainder(a, b))
+    # Where the difference lies, without the scheduler: the chunks' calls in this process one after the other and
+    # as the worker runs them (as many at once as it has threads), and the plain call inside the worker's process.
+    threads = max(client.nthreads().values())
+    parts = [(a[start:start + chunk], b[start:start + chunk]) for start in range(0, total, chunk)]
+
+    def chunk_calls(at_once: int) -> None:
+        def run(mine):
+            for x, y in mine:
+                gpuops.modulus_floor(x, y, device=device)
+        workers = [threading.Thread(target=run, args=(parts[k::at_once],)) for k in range(at_once)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+
+    in_turn = rate_row(total, timed(lambda: chunk_calls(1), repeats), HOST_BYTES_PER_PAIR)
+    side_by_side = rate_row(total, timed(lambda: chunk_calls(threads), repeats), HOST_BYTES_PER_PAIR)
+    del device, pair, a, b, parts
+    in_worker = next(iter(client.run(plain_in_worker, total=total, repeats=repeats).values()))
     return {"dask": dask_row, "plain": plain, "adapter": adapter, "dask_over_plain": dask_row["seconds"] /
-            plain["seconds"]}
+            plain["seconds"], "chunks_in_turn": in_turn, "chunks_side_by_side": {**side_by_side, "threads": threads},
+            "plain_in_worker": in_worker}
+
+
+def plain_in_worker(total: int, repeats: int) -> dict:
+    """One plain modulus_floor of `total` pairs in the worker's process, on its default device."""
+    pair = pair_values(1, total)
+    a, b = pair[0], pair[1]
+    return rate_row(total, timed(lambda: gpuops.modulus_floor(a, b), repeats), HOST_BYTES_PER_PAIR)
 
 
 def warm_up(client) -> None:
@@ -416,6 +446,11 @@ def report(document: dict) -> None:
     if single:
         print(f"single: Dask {single['dask']['seconds']:.4f} s, plain {single['plain']['seconds']:.4f} s: "
               f"{single['dask_over_plain']:.2f} x")
+        if "chunks_in_turn" in single:
+            print(f"single without the scheduler: the chunks' calls in turn {single['chunks_in_turn']['seconds']:.4f} s, "
+                  f"{single['chunks_side_by_side']['threads']} at a time "
+                  f"{single['chunks_side_by_side']['seconds']:.4f} s; the plain call in the worker "
+                  f"{single['plain_in_worker']['seconds']:.4f} s")
     for row in document.get("memory", []):
         print(f"memory: {row['processes']} processes copying: pre-touched {row['pretouched_gb_per_s']:.1f} GB/s, "
               f"new {row['new_gb_per_s']:.1f} GB/s")
