@@ -1,5 +1,5 @@
 """Binding: a region of a caller's wgpu buffer bound to one tensor of an operator (DML_BUFFER_BINDING); and what
-gpuops watches of the caller's buffers and devices (destroyed, mapped, lost)."""
+gpuops watches of the caller's buffers and devices (destroyed, mapped, lost), with each wgpu device's lock."""
 
 from __future__ import annotations
 
