@@ -903,10 +903,8 @@ def _input_regions(spec: OperatorSpec, device: Device, plan: _CallPlan, arrays: 
             region = uploaded.get(id(array)) if index not in copies else None
             if region is None:
                 raw = _upload_bytes(plan, arrays, copies, index)
-                buffer, staging = upload(device, device.pool, raw, encoder, staged.get(index), spec.name)
+                buffer = upload(device, device.pool, raw, encoder, staged.get(index), spec.name)
                 temporaries.append(buffer)
-                if staging is not None:
-                    temporaries.append(staging)
                 region = uploaded[id(array)] = (buffer, 0, -(-raw.nbytes // 16) * 16)
             regions.append(region)
     return regions, cached

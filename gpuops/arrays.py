@@ -32,7 +32,7 @@ from .enums import DataType, integer_value
 from .errors import ValidationError, shown
 from .layout import span_in_bytes
 from .numpy_types import refuse_subclass
-from .pool import STORAGE, pool_of, read_back, upload
+from .pool import STORAGE, fill_upload, pool_of, read_back, upload, uploads_mapped
 from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT, TensorDesc, packed_strides
 
 
@@ -522,13 +522,20 @@ def asarray(x, device: Device | None = None) -> DeviceArray:
         array = array.copy(order="K")
     strides = tuple(s // itemsize for s in array.strides)
     pool = pool_of(device)
-    with device.lock, device.explained(where, "uploading an array"):
-        if array.size == 0:
-            buffer = pool.acquire(device, STORAGE, 16)
-        else:
-            encoder = device.wgpu_device.create_command_encoder()
-            buffer, staging = upload(device, pool, host_bytes(array), encoder, what=where)
-            if staging is not None:  # a large array: its copy from the mapped upload buffer runs now
-                device.submit(encoder, where)
-                pool.release(staging)
+    data = host_bytes(array) if array.size else None
+    # A large array is copied into a mapped upload buffer first, without the lock (fill_upload waits for the GPU).
+    staged = fill_upload(device, pool, data, where) if data is not None and uploads_mapped(data.nbytes) else None
+    try:
+        with device.lock, device.explained(where, "uploading an array"):
+            if data is None:
+                buffer = pool.acquire(device, STORAGE, 16)
+            else:
+                encoder = device.wgpu_device.create_command_encoder()
+                buffer = upload(device, pool, data, encoder, staged, where)
+                if staged is not None:  # its copy from the upload buffer runs now
+                    device.submit(encoder, where)
+    finally:
+        if staged is not None:
+            with device.lock:
+                pool.release(staged)
     return DeviceArray.of_pooled_buffer(device, buffer, array.dtype, array.shape, strides)

@@ -241,30 +241,23 @@ def pool_of(device: Device) -> BufferPool:
     return device.pool
 
 
-def upload(device: Device, pool: BufferPool, data, encoder, staged=None, what: str = "gpuops"
-           ) -> tuple[object, object | None]:
+def upload(device: Device, pool: BufferPool, data, encoder, staged, what: str = "gpuops") -> object:
     """A pooled storage buffer that holds the bytes of `data` (a C-contiguous array) from offset 0 for the work
-    recorded into `encoder` after this call, and the pooled buffer to give back once `encoder` is submitted (or
-    None). Call with the device's lock held.
+    recorded into `encoder` after this call. Call with the device's lock held.
 
-    Below MAPPED_UPLOAD_BYTES the bytes go by queue.write_buffer (it lands before the next submission). Larger
-    ones go through fill_upload (a pooled MAP_WRITE buffer) and from there by a copy recorded into `encoder`:
+    Below MAPPED_UPLOAD_BYTES (uploads_mapped) the bytes go by queue.write_buffer (it lands before the next
+    submission) and `staged` is None. Larger ones come as `staged`, a pooled MAP_WRITE buffer the caller filled
+    with them beforehand (fill_upload, which waits for the mapping: never under the lock), and go from there by a
+    copy recorded into `encoder`; `staged` stays the caller's to give back once `encoder` is submitted.
     write_buffer makes a new staging allocation of the full size on every call, which for large arrays costs more
-    than the copy itself (fresh memory is faulted in page by page). `staged`: that upload buffer, filled by the
-    caller beforehand (fill_upload, without the lock), which stays the caller's to give back (None is returned).
-    `what` names the operation in errors."""
+    than the copy itself (fresh memory is faulted in page by page). `what` names the operation in errors."""
     size = data.nbytes
-    staging = staged if staged is not None else fill_upload(device, pool, data, what) if uploads_mapped(size) \
-        else None
-    try:
-        buffer = pool.acquire(device, STORAGE, -(-size // 16) * 16, what)
-    except BaseException:
-        if staging is not None and staged is None:
-            pool.release(staging)
-        raise
-    if staging is not None:
-        encoder.copy_buffer_to_buffer(staging, 0, buffer, 0, -(-size // 4) * 4)
-        return buffer, (staging if staged is None else None)
+    if (staged is not None) != uploads_mapped(size):  # gpuops' own bug, never the caller's
+        raise AssertionError(f"gpuops' upload of {size} bytes was given {'an' if staged else 'no'} upload buffer")
+    buffer = pool.acquire(device, STORAGE, -(-size // 16) * 16, what)
+    if staged is not None:
+        encoder.copy_buffer_to_buffer(staged, 0, buffer, 0, -(-size // 4) * 4)
+        return buffer
     queue = device.wgpu_device.queue
     whole = size - size % 4
     if whole:
@@ -273,7 +266,7 @@ def upload(device: Device, pool: BufferPool, data, encoder, staged=None, what: s
         tail = bytearray(4)
         tail[: size - whole] = memoryview(data).cast("B")[whole:]
         queue.write_buffer(buffer, whole, tail)
-    return buffer, None
+    return buffer
 
 
 def uploads_mapped(size: int) -> bool:
@@ -283,8 +276,8 @@ def uploads_mapped(size: int) -> bool:
 
 def fill_upload(device: Device, pool: BufferPool, data, what: str = "gpuops") -> object:
     """A pooled MAP_WRITE buffer holding the bytes of `data` (a C-contiguous array) from offset 0, unmapped, for a
-    copy from it. The copy into the mapping runs on the device's host-copy threads, and no lock is held while the
-    mapping is awaited or filled (another thread's lock, if the caller holds one, stays held)."""
+    copy from it (upload's `staged`). The copy into the mapping runs on the device's host-copy threads. It waits
+    for the mapping: call it without the device's lock, which it takes only around its calls into the device."""
     size = data.nbytes
     words = -(-size // 4) * 4  # copies and mappings move whole 4-byte words
     access = device.host_access

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import gpuops
-from gpuops.pool import pool_of
+from gpuops.pool import MAPPED_UPLOAD_BYTES, pool_of
 from gpuops.wgpu_internals import Pending
 from gpuops import Binding, DataType, SignDesc, TensorDesc
 
@@ -259,6 +259,33 @@ def test_waits_are_bounded_and_hold_no_lock(device, monkeypatch):
     assert got_lock and not reader.is_alive() and outcome
     outcome[0].match(r"Device.read_buffer: waiting for the read-back: the WebGPU device .* did not finish in 0.5 "
                      r"seconds \(Device.wait_timeout\)")
+
+
+def test_a_large_upload_waits_for_its_mapping_without_the_lock(device, monkeypatch):
+    """gpuops.asarray of an array large enough for a mapped upload buffer waits for that mapping, as every wait,
+    with the device's lock free: other threads' calls go on meanwhile."""
+    fresh = device_with(device)
+    fresh.wait_timeout = 4.0
+    mapping = threading.Event()
+    monkeypatch.setattr(type(fresh.host_access), "begin_map",
+                        lambda self, *args: mapping.set() or Pending(threading.Event()))
+    large = np.zeros(MAPPED_UPLOAD_BYTES // 4, np.float32)
+    outcome = []
+
+    def upload() -> None:
+        with pytest.raises(gpuops.DeviceError) as refused:
+            gpuops.asarray(large, fresh)
+        outcome.append(refused)
+
+    uploader = threading.Thread(target=upload, daemon=True)
+    uploader.start()
+    assert mapping.wait(10)
+    got_lock = fresh.lock.acquire(timeout=1)  # while the upload waits for its mapping (4 s)
+    if got_lock:
+        fresh.lock.release()
+    uploader.join(10)
+    assert got_lock and not uploader.is_alive() and outcome
+    outcome[0].match(r"gpuops.asarray: mapping an upload buffer: .* did not finish in 4.0 seconds")
 
 
 def test_devices_on_one_wgpu_device_share_its_lock_and_others_do_not(device):
