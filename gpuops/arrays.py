@@ -163,8 +163,6 @@ class DeviceArray:
     @property
     def buffer(self):
         """The wgpu buffer the array lies in (see the class docstring for how long it is the array's)."""
-        if self._owned:  # the pool's: a destroy by the caller must keep it from going back to the pool
-            self._device.watch(self._buffer)
         return self._buffer
 
     @property

@@ -53,7 +53,7 @@ class Binding:
 # What gpuops watches of a caller's wgpu objects. wgpu-py (0.32) keeps no destroyed state on a buffer or device
 # (destroy() leaves `_internal` set and nothing else changes), yet wgpu-native aborts the process when a
 # submission uses a destroyed buffer, a mapped one, or a lost device. So gpuops replaces `destroy` on the
-# instances it binds (the class's method is untouched) to learn of it, and takes the device's submit lock there:
+# instances it binds (the class's method is untouched) to learn of it, and takes the device's lock there:
 # a destroy then never falls between gpuops' checks and its submit.
 
 _serials = itertools.count(1)  # watch serial numbers: unlike id(), never reused after an object dies
@@ -181,6 +181,12 @@ def buffer_watch(buffer) -> BufferWatch | None:
 _NONE: dict = {}
 
 
+def buffer_destroyed(buffer) -> bool:
+    """Whether gpuops' watch on `buffer` saw it destroyed."""
+    watch = buffer_watch(buffer)
+    return watch is not None and watch.destroyed
+
+
 def described(buffer) -> str:
     """A buffer as errors name it: its label (where it has one) and size."""
     label = getattr(buffer, "label", "")
@@ -190,8 +196,7 @@ def described(buffer) -> str:
 def buffer_problem(buffer, wgpu_device) -> str | None:
     """Why submitting work that uses `buffer` on `wgpu_device` would fail (wgpu-native aborts the process on each
     of these), or None."""
-    watch = buffer_watch(buffer)
-    if watch is not None and watch.destroyed:
+    if buffer_destroyed(buffer):
         return "was destroyed (buffer.destroy()); bind a live buffer"
     state = getattr(buffer, "map_state", "unmapped")
     if state != "unmapped":

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import wgpu  # for its flags' values, which are WebGPU's in every backend
 
-from .binding import Binding, buffer_watch
+from .binding import Binding, buffer_destroyed
 from .errors import DeviceError
 from .wgpu_internals import released
 
@@ -125,6 +125,7 @@ class BufferPool:
             self.clear()  # out of memory, perhaps: give the idle buffers back to the device and try once more
             buffer = device.wgpu_device.create_buffer(label=f"gpuops pool ({kind})", size=size, usage=flags)
         self.created += 1
+        device.watch(buffer)  # its holder may destroy it (a device array's .buffer): then it never comes back here
         return self._lend(buffer)
 
     def _lend(self, buffer):
@@ -146,6 +147,7 @@ class BufferPool:
         for buffer in buffers:
             self._end_loan(buffer)
             if destroyed(buffer):  # by its holder (a device array's `.buffer`): nothing left to reuse
+                self._forget_tables(buffer)
                 continue
             if id(buffer) in self._order:  # a second owner would get it: gpuops' own bug, never the caller's
                 raise AssertionError(f"gpuops' pool took back a buffer it already holds idle ({buffer.label})")
@@ -224,10 +226,14 @@ class BufferPool:
                 if not keys:
                     del self._tables_of[id(buffer)]
 
-    def _destroy(self, buffer) -> None:
-        self._end_loan(buffer)  # (a lent buffer whose mapping failed)
+    def _forget_tables(self, buffer) -> None:
+        """Drop the binding tables that bind `buffer` (destroyed: nothing can run them again)."""
         for key in list(self._tables_of.get(id(buffer), ())):
             self._forget(key)
+
+    def _destroy(self, buffer) -> None:
+        self._end_loan(buffer)  # (a lent buffer whose mapping failed)
+        self._forget_tables(buffer)
         buffer.destroy()
         self.destroyed += 1
 
@@ -314,8 +320,7 @@ def _give_back_mappable(device: Device, pool: BufferPool, buffer, pending, view)
 
 def destroyed(buffer) -> bool:
     """Whether `buffer` was destroyed: seen by gpuops' watch on it, or released by wgpu-py."""
-    watch = buffer_watch(buffer)
-    return (watch is not None and watch.destroyed) or released(buffer)
+    return buffer_destroyed(buffer) or released(buffer)
 
 
 class ReadBack:

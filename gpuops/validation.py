@@ -151,7 +151,7 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
     be a whole number of the tensor's elements (or of its guaranteed_base_offset_alignment), and a tensor's bytes
     are its elements' span, not rounded up to 4 (a view may end in its buffer's last bytes). The planner binds from
     the adapter-aligned offset below and starts the tensor at its element there, as it does for every offset."""
-    from .binding import Binding, buffer_watch, described
+    from .binding import Binding, buffer_destroyed, described
     from .layout import span_in_bytes
     from .tensor import MINIMUM_BUFFER_TENSOR_ALIGNMENT
 
@@ -178,8 +178,7 @@ def validate_bindings(spec: OperatorSpec, desc: object, bindings: object, device
         buffer = binding.buffer
         if getattr(buffer, "_device", device.wgpu_device) is not device.wgpu_device:
             raise refuse(name, "the buffer belongs to another wgpu device than this gpuops.Device")
-        watch = buffer_watch(buffer)
-        if watch is not None and watch.destroyed:
+        if buffer_destroyed(buffer):
             raise refuse(name, f"{described(buffer)} was destroyed (buffer.destroy()); bind a live buffer")
         if not buffer.usage & device.wgpu.BufferUsage.STORAGE:
             raise refuse(name, f"the buffer's usage {int(buffer.usage)} lacks wgpu.BufferUsage.STORAGE")
