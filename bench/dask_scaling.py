@@ -51,6 +51,7 @@ import numpy as np
 
 import gpuops
 from gpuops.bench.cli import parse_size
+from gpuops.bench.reference import compare
 from gpuops.bench.torch_compare import torch_cuda
 
 try:
@@ -107,10 +108,7 @@ def gpuops_sign(values: np.ndarray) -> np.ndarray:
 def exact(got: np.ndarray, want: np.ndarray) -> bool:
     """Bit for bit, NaN payloads aside (NumPy's x % 0 is x86's NaN 0xffc00000, gpuops' 0x7fc00000); the sign of
     zero counts."""
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return False
-    nan = np.isnan(got)
-    return np.array_equal(nan, np.isnan(want)) and np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    return compare(got, want) is None
 
 
 def chunks_of(total: int, chunk: int) -> tuple[int, ...]:
@@ -263,6 +261,17 @@ def measure_scheduler(client, workers: int, repeats: int) -> dict:
 def measure_single(client, adapter: int, total: int, chunk: int, repeats: int) -> dict:
     """The host row's Dask path against one plain call on the same pairs and the same adapter."""
     dask_row = measure_host(client, total, chunk, repeats)
+    threads = max(client.nthreads().values())
+    local = measure_plain_here(adapter, total, chunk, threads, repeats)
+    # (this process's pairs are gone before the worker makes its own)
+    in_worker = next(iter(client.run(plain_in_worker, total=total, repeats=repeats).values()))
+    return {"dask": dask_row, **local, "adapter": adapter, "dask_over_plain": dask_row["seconds"] /
+            local["plain"]["seconds"], "plain_in_worker": in_worker}
+
+
+def measure_plain_here(adapter: int, total: int, chunk: int, threads: int, repeats: int) -> dict:
+    """In this process: one plain call on as many pairs as the Dask path's, and where the difference lies without
+    the scheduler: the chunks' calls one after the other and as the worker runs them (`threads` at once)."""
     device = gpuops.Device(adapter=adapter)
     pair = pair_values(1, total)  # (as many pairs, in one array; the Dask path's first chunk starts the same)
     a, b = pair[0], pair[1]
@@ -270,9 +279,6 @@ def measure_single(client, adapter: int, total: int, chunk: int, repeats: int) -
     plain = rate_row(total, samples, HOST_BYTES_PER_PAIR)
     with np.errstate(all="ignore"):
         plain["exact"] = exact(gpuops.modulus_floor(a, b, device=device), np.remainder(a, b))
-    # Where the difference lies, without the scheduler: the chunks' calls in this process one after the other and
-    # as the worker runs them (as many at once as it has threads), and the plain call inside the worker's process.
-    threads = max(client.nthreads().values())
     parts = [(a[start:start + chunk], b[start:start + chunk]) for start in range(0, total, chunk)]
 
     def chunk_calls(at_once: int) -> None:
@@ -287,11 +293,7 @@ def measure_single(client, adapter: int, total: int, chunk: int, repeats: int) -
 
     in_turn = rate_row(total, timed(lambda: chunk_calls(1), repeats), HOST_BYTES_PER_PAIR)
     side_by_side = rate_row(total, timed(lambda: chunk_calls(threads), repeats), HOST_BYTES_PER_PAIR)
-    del device, pair, a, b, parts
-    in_worker = next(iter(client.run(plain_in_worker, total=total, repeats=repeats).values()))
-    return {"dask": dask_row, "plain": plain, "adapter": adapter, "dask_over_plain": dask_row["seconds"] /
-            plain["seconds"], "chunks_in_turn": in_turn, "chunks_side_by_side": {**side_by_side, "threads": threads},
-            "plain_in_worker": in_worker}
+    return {"plain": plain, "chunks_in_turn": in_turn, "chunks_side_by_side": {**side_by_side, "threads": threads}}
 
 
 def plain_in_worker(total: int, repeats: int) -> dict:
