@@ -130,8 +130,8 @@ def modulus_truncate(a, b, *, out=None, where=True, casting="same_kind", order="
                 _options(_MODULUS_TRUNCATE, where, casting, order, dtype, subok, signature))
 
 
-UFUNC_FUNCTIONS.update(sign=sign, is_nan=is_nan, is_infinity=is_infinity, modulus_floor=modulus_floor,
-                       modulus_truncate=modulus_truncate)  # what device arrays' __array_ufunc__ runs
+UFUNC_FUNCTIONS.update({np.sign: sign, np.isnan: is_nan, np.isinf: is_infinity, np.remainder: modulus_floor,
+                        np.fmod: modulus_truncate})  # what device arrays' __array_ufunc__ runs
 
 
 def gathers(array: np.ndarray) -> bool:

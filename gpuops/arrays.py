@@ -282,8 +282,8 @@ class DeviceArray:
         """np.sign, np.isnan, np.isinf, np.remainder (np.mod) and np.fmod with a device array among the operands or
         out=: the gpuops function, on the GPU, with every keyword passed on as given (out= as an array, from
         NumPy's 1-tuple). Another type that overrides ufuncs among them decides instead (NEP 13)."""
-        name = _UFUNCS.get(ufunc) if method == "__call__" else None
-        if name is None:
+        function = UFUNC_FUNCTIONS.get(ufunc) if method == "__call__" else None
+        if function is None:
             called = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
             raise TypeError(f"{called} on a gpuops.DeviceArray: gpuops runs np.sign, np.isnan, np.isinf, "
                             "np.remainder (np.mod) and np.fmod, called as functions, on device arrays; for the rest "
@@ -295,7 +295,7 @@ class DeviceArray:
                 return NotImplemented
         if out:
             (kwargs["out"],) = out  # NumPy passes out= as a tuple: these ufuncs have one output
-        return UFUNC_FUNCTIONS[name](*inputs, **kwargs)
+        return function(*inputs, **kwargs)
 
     def __mod__(self, other):
         return np.remainder(self, other)
@@ -424,12 +424,9 @@ class DeviceArray:
                 f"device={self._device.adapter_name!r})")
 
 
-# The ufuncs that run on device arrays, and the names of the gpuops functions that run them.
-_UFUNCS = {np.sign: "sign", np.isnan: "is_nan", np.isinf: "is_infinity", np.remainder: "modulus_floor",
-           np.fmod: "modulus_truncate"}
-# Those functions by name, put here by gpuops/api.py when it is imported (it imports this module, which so never
-# imports it): the package imports both.
-UFUNC_FUNCTIONS: dict[str, Callable] = {}
+# The ufuncs that run on device arrays and the gpuops functions that run them, put here by gpuops/api.py when it is
+# imported (it imports this module, which so never imports it): the package imports both.
+UFUNC_FUNCTIONS: dict[np.ufunc, Callable] = {}
 _NDARRAY_UFUNC = np.ndarray.__array_ufunc__
 _RESHAPE_TAKES_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
 

@@ -19,7 +19,7 @@ from .backends import (backend_name, backend_of, create_shader_module, load_back
 from .binding import Binding, BufferWatch, buffer_problem, buffer_watch, described, watch_buffer, watch_device
 from .enums import FeatureLevel
 from .errors import DeviceError, GpuOpsError, Refusal, ValidationError, cause_of, shown
-from .kernel import KernelKey, Operation, operands_of
+from .kernel import KernelKey, LoopRequest, Operation, operands_of
 from .operators import DeviceFacts, OperatorSpec, spec_of
 from . import shaders
 from .hostcopy import HostCopier
@@ -621,6 +621,11 @@ class CompiledOperator:
         floating-point errors into a flag word (Operation.error_flags)."""
         return self._operation(error_flags=True)
 
+    @functools.cached_property
+    def loop_request(self) -> LoopRequest:
+        """What the operation asks of every loop planned for it (OperatorSpec.loop_request of its input type)."""
+        return self.spec.loop_request(self.tensors[0].data_type)
+
     def _operation(self, error_flags: bool) -> Operation:
         input_type = self.tensors[0].data_type
         probed = self.spec.type_policy(input_type).pack_rounding and self.device.probe_pack_rounding()
@@ -630,9 +635,8 @@ class CompiledOperator:
                         ) -> tuple[DispatchPlan, ...]:
         ordered = [bindings[name] for name in self.tensor_fields]
         regions = tuple(BoundRegion(id(b.buffer), b.buffer.size, b.offset) for b in ordered)
-        request = self.spec.loop_request(self.tensors[0].data_type)
         operation = self.reporting_operation if error_flags else self.operation
-        return plan_dispatches(operation, request, self.tensors, regions, self.device.plan_limits())
+        return plan_dispatches(operation, self.loop_request, self.tensors, regions, self.device.plan_limits())
 
     def _make_plan(self, bindings: Mapping[str, Binding], flags: Binding | None = None) -> tuple[_Dispatch, ...]:
         by_operand = dict(zip(operands_of(len(self.spec.inputs)), (bindings[name] for name in self.tensor_fields)))

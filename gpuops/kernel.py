@@ -152,6 +152,11 @@ def tile_shape(input_type: DataType, output_type: DataType, workgroup_size: int)
     return TileShape(unit, min(groups, workgroup_size), min(column_slots, workgroup_size), slot_elements)
 
 
+def unit_shape(input_type: DataType, output_type: DataType) -> tuple[str, int, int]:
+    """UNIT_SHAPES' row for a type pair of a narrow loop: its unit file, unit bytes and replicated unit bytes."""
+    return UNIT_SHAPES[output_type.size / input_type.size]
+
+
 def unit_of(input_type: DataType, output_type: DataType, grid: Grid, store: OutputStore) -> int:
     """Elements per unit of work: 2 for 64-bit types, else UNIT_SHAPES' bytes over the output's element size, halved
     for a stepped output where that is a whole chunk (so that its elements and those between span one chunk); a
@@ -160,7 +165,7 @@ def unit_of(input_type: DataType, output_type: DataType, grid: Grid, store: Outp
         return _tile_group(input_type, output_type)[0]
     if input_type.size == 8:
         return 2
-    _, unit_bytes, replicated_bytes = UNIT_SHAPES[output_type.size / input_type.size]
+    _, unit_bytes, replicated_bytes = unit_shape(input_type, output_type)
     unit = (replicated_bytes if grid is Grid.REPLICATED_ROWS else unit_bytes) // output_type.size
     if store is OutputStore.STEPPED and unit * output_type.size == 16:
         return unit // 2

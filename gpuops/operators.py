@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -454,6 +454,3 @@ def spec_by_name(name: str) -> OperatorSpec:
         raise ValidationError(f"operator {name!r} is not implemented by gpuops; implemented: {known}")
     return spec
 
-
-def desc_fields(desc: object) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(desc))

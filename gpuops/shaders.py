@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .enums import DataType
-from .kernel import UNIT_SHAPES, Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement
+from .kernel import Form, Grid, KernelKey, Operand, OutputBinding, OutputStore, Placement, unit_shape
 
 # wgsl/ beside the package in a source checkout; gpuops/wgsl/ in an installed wheel (see pyproject.toml).
 _HERE = Path(__file__).resolve().parent
@@ -78,7 +78,7 @@ def loop_files(key: KernelKey) -> list[str]:
     if loop.grid is not Grid.TILES:
         files += ["units.wgsl", f"{storage}_units.wgsl"]
         if not key.wide:
-            files.append("units/" + UNIT_SHAPES[key.operation.output_type.size / key.operation.input_type.size][0])
+            files.append("units/" + unit_shape(key.operation.input_type, key.operation.output_type)[0])
         files += (_WIDE_STORES if key.wide else _NARROW_STORES)[loop.output_store]
     files += [name.format(storage=storage) for name in _GRID_FILES[loop.grid]]
     prepared = key.operation.workgroup_file is not None
