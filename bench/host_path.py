@@ -420,39 +420,37 @@ def measure_split(device: gpuops.Device, n: int, wanted: int | None, rounds: int
 
 # ---------------------------------------------------------------------------------------------------- large
 
-def measure_large(device: gpuops.Device, sizes: list[int], iterations: int, compare: bool) -> list[dict]:
-    rng = np.random.default_rng(4)
+def measure_large(device: gpuops.Device, n: int, iterations: int, compare: bool) -> list[dict]:
+    """sign and modulus_floor of n float32 host elements (and the comparisons): a case each."""
     cases = []
     torch = torch_cuda() if compare else None
-    for n in sizes:
-        a, b = operands("float32", n, rng)
-        for function in ("sign", "modulus_floor"):
-            args = (a, b) if function == "modulus_floor" else (a,)
-            run = getattr(gpuops, function)
-            case = {"function": function, "dtype": "float32", "elements": n}
-            try:
-                got = run(*args, device=device)
-            except gpuops.GpuOpsError as exc:
-                case["error"] = f"{type(exc).__name__}: {exc}"
-                cases.append(case)
-                continue
-            with np.errstate(all="ignore"):
-                want = NUMPY[function](*args)
-            case["exact"] = exact(got, want)
-            del got, want
-            bytes_moved = sum(v.nbytes for v in args) + a.nbytes
-            rows = {"gpuops": lambda: run(*args, device=device)}
-            if compare:
-                rows["numpy"] = lambda: (np.sign if function == "sign" else np.remainder)(*args)
-                if torch is not None:
-                    op = getattr(torch, {"sign": "sign", "modulus_floor": "remainder"}[function])
-                    rows["torch"] = lambda: op(*(torch.from_numpy(v).cuda() for v in args)).cpu().numpy()
-                rows.update(cupy_row(function, args))
-            with np.errstate(all="ignore"):
-                case.update(interleaved(rows, iterations, 1))
-            case["gbps"] = {name: bytes_moved / case[name]["median_ns"] for name in rows}
+    a, b = operands("float32", n, np.random.default_rng(4))
+    for function in ("sign", "modulus_floor"):
+        args = (a, b) if function == "modulus_floor" else (a,)
+        run = getattr(gpuops, function)
+        case = {"function": function, "dtype": "float32", "elements": n}
+        try:
+            got = run(*args, device=device)
+        except gpuops.GpuOpsError as exc:
+            case["error"] = f"{type(exc).__name__}: {exc}"
             cases.append(case)
-        del a, b
+            continue
+        with np.errstate(all="ignore"):
+            want = NUMPY[function](*args)
+        case["exact"] = exact(got, want)
+        del got, want
+        bytes_moved = sum(v.nbytes for v in args) + a.nbytes
+        rows = {"gpuops": lambda: run(*args, device=device)}
+        if compare:
+            rows["numpy"] = lambda: (np.sign if function == "sign" else np.remainder)(*args)
+            if torch is not None:
+                op = getattr(torch, {"sign": "sign", "modulus_floor": "remainder"}[function])
+                rows["torch"] = lambda: op(*(torch.from_numpy(v).cuda() for v in args)).cpu().numpy()
+            rows.update(cupy_row(function, args))
+        with np.errstate(all="ignore"):
+            case.update(interleaved(rows, iterations, 1))
+        case["gbps"] = {name: bytes_moved / case[name]["median_ns"] for name in rows}
+        cases.append(case)
     return cases
 
 
@@ -636,7 +634,7 @@ def main(argv: list[str] | None = None) -> dict:
     if "large" not in args.skip:
         document["large"] = []
         for size in large:
-            document["large"] += measure_large(device, [size], args.large_iterations, args.compare)
+            document["large"] += measure_large(device, size, args.large_iterations, args.compare)
             save(f"large {size}")
     if "wait" not in args.skip and device.backend == "wgpu-native":  # (Dawn's objects are for one thread at a time)
         document["submit_during_wait"] = measure_submit_during_wait(device, args.long_job_ms)

@@ -21,7 +21,6 @@ default, the benchmark's `bench` or its `worst`).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -31,6 +30,7 @@ import numpy as np
 
 import gpuops
 from gpuops.bench.reference import compare
+from gpuops.bench.report import write_json
 from gpuops.bench.targets import DATA_SETS, DEFAULT_ELEMENTS, label
 from gpuops.bench.timing import GpuTimer
 from gpuops.bench.torch_compare import torch_cuda
@@ -111,9 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     def save() -> None:
         """The rows so far: a run cut short by a time limit keeps what it measured."""
         if args.json:
-            args.json.write_text(json.dumps({"adapter": device.adapter_name, "backend": device.backend,
-                                             "basis": basis, "data": args.data, "elements": args.elements,
-                                             "rows": rows}, indent=1) + "\n", encoding="utf-8")
+            write_json(args.json, {"adapter": device.adapter_name, "backend": device.backend, "basis": basis,
+                                   "data": args.data, "elements": args.elements, "rows": rows})
     for section, case in table_cases(device.feature_level, args.elements):
         if args.error_flags and not reports_errors(case):
             continue

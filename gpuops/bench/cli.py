@@ -74,12 +74,17 @@ def _positive_ints(text: str) -> tuple[int, ...]:
 
 
 def parse_size(text: str) -> int:
-    """A count as the benchmark scripts take it: '1024', '2^22' or '2**22'."""
-    for power in ("^", "**"):
-        if power in text:
-            base, exponent = text.split(power)
+    """A count as gpuops-bench and the benchmark scripts take it: '65536', '2^16', '2**16' or '1<<16' (ValueError
+    for anything else)."""
+    cleaned = text.replace(" ", "")
+    for power in ("**", "^"):
+        if power in cleaned:
+            base, exponent = cleaned.split(power)
             return int(base) ** int(exponent)
-    return int(text)
+    if "<<" in cleaned:
+        base, shift = cleaned.split("<<")
+        return int(base) << int(shift)
+    return int(cleaned)
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -160,16 +165,8 @@ def _milliseconds(text: str) -> float:
 
 def _elements(text: str) -> int:
     """An element count: 65536, 2^16 or 1<<16."""
-    cleaned = text.replace(" ", "")
     try:
-        if "^" in cleaned:
-            base, exponent = cleaned.split("^")
-            value = int(base) ** int(exponent)
-        elif "<<" in cleaned:
-            base, shift = cleaned.split("<<")
-            value = int(base) << int(shift)
-        else:
-            value = int(cleaned)
+        value = parse_size(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an element count (e.g. 65536, 2^16)") from None
     if value < 1:
