@@ -729,7 +729,8 @@ def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndar
     try:
         staged = _stage_uploads(spec, device, plan, arrays, copies, temporaries)
         with device.lock:  # one device's wgpu calls are never made from two threads at once
-            encoder = device.wgpu_device.create_command_encoder()
+            with device.explained(spec.name, "recording"):  # (Dawn raises here on a lost device)
+                encoder = device.wgpu_device.create_command_encoder()
             regions, cached = _input_regions(spec, device, plan, arrays, copies, staged, encoder, temporaries)
             result = None
             if type(out) is DeviceArray:

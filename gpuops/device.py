@@ -38,6 +38,8 @@ COMPILED_CACHE_SIZE = 1024  # compiled operators remembered per device
 PIPELINE_CACHE_SIZE = 256
 # Seconds a wait for the device lasts at most before DeviceError (a lost device ends it at once).
 WAIT_TIMEOUT = 120.0
+# wgpu's words for a call on a lost device: wgpu-native's "Parent device is lost", Dawn's "[Device "x"] is lost."
+_SAYS_LOST = "is lost"
 _WAIT_STEP = 0.05  # the longest pause, in seconds, between looks at a wait's progress and the device's loss
 
 # wgpu-native: a wait polls without pausing for its first _SPIN_SECONDS (a small call's work ends within them, and
@@ -223,8 +225,7 @@ class Device:
                     probe = self.wgpu_device.create_buffer(label="gpuops device check", size=4,
                                                            usage=self.wgpu.BufferUsage.COPY_DST)
                 except Exception as exc:  # whatever the backend raises, the device cannot be used
-                    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-                    self._watch.mark_lost(lines[-1] if lines else type(exc).__name__)  # wgpu's own reason
+                    self._watch.mark_lost(loss_reason(exc))
                 else:
                     probe.destroy()
         return self._watch.lost is not None
@@ -246,6 +247,9 @@ class Device:
         cause, and saying so where the device is lost."""
         cause = cause_of(exc)
         if self.is_lost():
+            return self.lost_error(operator, step, cause)
+        if isinstance(exc, self.wgpu.GPUError) and _SAYS_LOST in str(exc):  # Dawn's creations may not say it
+            self._watch.mark_lost(loss_reason(exc))
             return self.lost_error(operator, step, cause)
         return DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: {cause}")
 
@@ -740,6 +744,14 @@ class _PlanCache:
                 keys.discard(key)
                 if not keys:
                     del self._keys_of[watch_key]
+
+
+def loss_reason(exc: Exception) -> str:
+    """wgpu's own reason for a loss, from the error a call on the lost device raised: the line that says the
+    device is lost (Dawn's last line names only the call), else the last one."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    saying = [line for line in lines if _SAYS_LOST in line]
+    return (saying or lines or [type(exc).__name__])[-1]
 
 
 class _Explained:

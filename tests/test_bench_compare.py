@@ -164,6 +164,23 @@ def test_without_timestamps_the_host_samples_are_judged():
     assert len(sampled.host_ns) == 5
 
 
+def test_gpu_times_below_the_timestamps_resolution_give_way_to_host_times():
+    """Dawn rounds its timestamps: a tiny dispatch's spans read 0 ns. Such a row is sampled, rated and compared on
+    its host times, as without timestamps."""
+    class ZeroSpans(FakeSource):
+        def take(self, count):
+            _, host = super().take(count)
+            return [0.0] * count, host
+
+    for rule in (stats.StoppingRule(5), stats.StoppingRule(5, max_noise=0.5, max_time_s=10)):
+        sampled = stats.sample(ZeroSpans(itertools.repeat(1000.0)).take, rule)
+        assert sampled.gpu_ns == [] and sampled.host_ns == [6000.0] * 5 and sampled.judged == sampled.host_ns
+    assert not stats.resolved([0.0, 0.0, 1.0]) and stats.resolved([0.0, 1.0, 1.0])
+    row = {"exact": True, "gpu_samples_ns": [0.0] * 5, "host_samples_ns": [6000.0] * 5}
+    judged = compare.compare_rows(row, dict(row))
+    assert (judged.basis, judged.ratio) == ("host", 1.0)
+
+
 def test_one_estimate_disturbed_by_a_busy_machine_keeps_the_gpu_times():
     """Calibration gives up GPU times only when most of its estimates saw the ticks stand still."""
     from gpuops.bench.ticks import settle

@@ -20,7 +20,7 @@ from pathlib import Path
 from ..errors import GpuOpsError
 from . import report, targets
 from .report import ADAPTER_IDENTITY
-from .stats import mann_whitney_u, ratio_interval, summary
+from .stats import mann_whitney_u, ratio_interval, resolved, summary
 
 COMMANDS = ("default", "op", "sweep")  # the documents with result rows
 TARGETS = targets.COMMAND  # the documents of the performance goals' sections, compared with each other only
@@ -230,7 +230,8 @@ def compare_documents(base: dict, new: dict, options: CompareOptions = CompareOp
 def compare_rows(base: dict, new: dict, options: CompareOptions = CompareOptions()) -> RowComparison:
     """The two rows' samples judged: GPU times where both runs have them (unless `options.host`), else host
     times; with `options.host`, GPU times where a figure has no host times (CUDA events)."""
-    has = {basis: bool(base.get(f"{basis}_samples_ns") and new.get(f"{basis}_samples_ns")) for basis in ("gpu", "host")}
+    has = {basis: resolved(base.get(f"{basis}_samples_ns") or []) and resolved(new.get(f"{basis}_samples_ns") or [])
+           for basis in ("gpu", "host")}
     basis = "host" if (options.host and has["host"]) or not has["gpu"] else "gpu"
     before, after = base[f"{basis}_samples_ns"], new[f"{basis}_samples_ns"]
     base_summary, new_summary = summary(before), summary(after)

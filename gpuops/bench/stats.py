@@ -68,7 +68,8 @@ class Sampled:
 
     @property
     def judged(self) -> list[float]:
-        """The samples the noise target is judged on: GPU times where there are any, else host times."""
+        """The samples the noise target is judged on: GPU times where there are any, else host times (sample()
+        keeps no GPU times below the timestamps' resolution)."""
         return self.gpu_ns or self.host_ns
 
     @property
@@ -86,22 +87,34 @@ def sample(take: Callable[[int], tuple[list[float], list[float]]], rule: Stoppin
     start = clock()
     gpu, host = (list(values) for values in take(rule.min_samples))
     if rule.max_noise is None:
-        return Sampled(gpu, host, "min_samples")
+        return _ended(gpu, host, "min_samples")
     while True:
-        figure = noise(gpu or host)
+        figure = noise(gpu if resolved(gpu) or not host else host)
         if figure is not None and figure <= rule.max_noise:
-            return Sampled(gpu, host, "noise")
+            return _ended(gpu, host, "noise")
         count = max(len(gpu), len(host))
         if count >= rule.max_samples:
-            return Sampled(gpu, host, "max_samples")
+            return _ended(gpu, host, "max_samples")
         elapsed = clock() - start
         remaining = rule.max_time_s - elapsed
         if remaining <= 0:
-            return Sampled(gpu, host, "max_time")
+            return _ended(gpu, host, "max_time")
         affordable = int(remaining * count / elapsed) if elapsed > 0 else count
         more_gpu, more_host = take(max(1, min(count // 2 + 1, affordable, rule.max_samples - count)))
         gpu += more_gpu
         host += more_host
+
+
+def resolved(gpu_ns: Sequence[float]) -> bool:
+    """Whether GPU samples measure anything: a median of zero means spans shorter than the timestamps' resolution
+    (Dawn rounds its timestamps, and a tiny dispatch reads 0 ns)."""
+    return len(gpu_ns) > 0 and float(np.median(np.asarray(gpu_ns, np.float64))) > 0
+
+
+def _ended(gpu: list[float], host: list[float], stopped_on: str) -> Sampled:
+    """The samples taken; GPU times below the timestamps' resolution are dropped where there are host times, so
+    that the row is rated, judged and compared on its host times as on an adapter without timestamps."""
+    return Sampled(gpu if resolved(gpu) or not host else [], host, stopped_on)
 
 
 # ------------------------------------------------------------------------------------------ comparing two runs

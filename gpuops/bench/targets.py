@@ -237,8 +237,8 @@ TIMED_KEYS = ("iterations", "stopped_on", "gpu_median_ns", "gpu_min_ns", "gpu_ma
 
 
 def _rate(moved: int, fields: dict) -> dict:
-    """GB/s from the GPU time, or from host time where the adapter gives none."""
-    if fields["gpu_median_ns"] is not None:
+    """GB/s from the GPU time, or from host time where the adapter gives none (or none above its resolution)."""
+    if fields["gpu_median_ns"]:
         return {"gbps": moved / fields["gpu_median_ns"], "gbps_basis": "gpu"}
     return {"gbps": moved / fields["host_median_ns"], "gbps_basis": "host"}
 
