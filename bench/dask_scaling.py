@@ -137,22 +137,55 @@ def timed(run, repeats: int) -> list[float]:
     return samples
 
 
-def timed_persists(client, make, repeats: int):
+def timed_persists(client, make, repeats: int, stream_tasks: bool = False):
     """make() (a persist, waited for) once untimed, then `repeats` times timed. The same graph has the same keys,
     and a persist whose keys the cluster still holds computes nothing: each result is dropped, and the scheduler has
-    forgotten its keys, before the next run. The timings (seconds) and the last result."""
+    forgotten its keys, before the next run. The timings (seconds), the last result, and with `stream_tasks` where
+    one more run's time goes on the workers (task_stream), else None."""
     result = make()
     samples = []
     for _ in range(repeats):
-        keys = [str(key) for key in flatten(result.__dask_keys__())]
-        result = None
-        gc.collect()  # (the collection's futures tell the scheduler they are released as they are collected)
-        while client.run_on_scheduler(_held, keys=keys):
-            time.sleep(0.01)
+        keys, result = keys_of(result), None
+        wait_forgotten(client, keys)
         start = time.perf_counter()
         result = make()
         samples.append(time.perf_counter() - start)
-    return samples, result
+    stream = None
+    if stream_tasks:
+        keys, result = keys_of(result), None
+        wait_forgotten(client, keys)
+        with distributed.get_task_stream(client) as tasks:
+            started = time.time()
+            result = make()
+            ended = time.time()
+        stream = task_stream(tasks.data, started, ended)
+    return samples, result, stream
+
+
+def wait_forgotten(client, keys: list[str]) -> None:
+    """Return once the scheduler has forgotten `keys` (their collection dropped by the caller)."""
+    gc.collect()  # (the collection's futures tell the scheduler they are released as they are collected)
+    while client.run_on_scheduler(_held, keys=keys):
+        time.sleep(0.01)
+
+
+def keys_of(collection) -> list[str]:
+    return [str(key) for key in flatten(collection.__dask_keys__())]
+
+
+def task_stream(tasks: list[dict], started: float, ended: float) -> dict:
+    """Where a run's wall time (`started` to `ended`, this host's clock, as the workers' are) went on the workers,
+    from Dask's task stream: each task's compute, the time before the first task started, from the first start to
+    the last stop, and after it (the results reported and the persist's wait answered)."""
+    computes = sorted((part["start"], part["stop"]) for task in tasks for part in task["startstops"]
+                      if part["action"] == "compute")
+    row = {"wall_s": ended - started, "tasks": len(computes),
+           "other_actions": sorted({part["action"] for task in tasks for part in task["startstops"]} - {"compute"})}
+    if computes:
+        first, last = computes[0][0], max(stop for _, stop in computes)
+        row.update(compute_s=[stop - start for start, stop in computes], before_first_task_s=first - started,
+                   tasks_span_s=last - first, after_last_task_s=ended - last)
+    return row
 
 
 def _held(dask_scheduler, keys: list[str]) -> bool:
@@ -180,7 +213,8 @@ def chunk_counts(client: distributed.Client, collection) -> dict[str, int]:
 
 # ------------------------------------------------------------------------------------------------- with Dask
 
-def measure_host(client, total: int, chunk: int, repeats: int) -> dict:
+def measure_host(client, total: int, chunk: int, repeats: int, stream_tasks: bool = False) -> dict:
+    """The host row; `stream_tasks`: one more run under Dask's task stream (timed_persists)."""
     pairs = client.persist(pairs_array(total, chunk))
     distributed.wait(pairs)
     def make():
@@ -189,7 +223,7 @@ def measure_host(client, total: int, chunk: int, repeats: int) -> dict:
         distributed.wait(r)
         return r
 
-    samples, r = timed_persists(client, make, repeats)
+    samples, r, stream = timed_persists(client, make, repeats, stream_tasks)
     first = r.blocks[0].compute()
     values = pair_values(1, first.size)
     with np.errstate(all="ignore"):
@@ -197,6 +231,8 @@ def measure_host(client, total: int, chunk: int, repeats: int) -> dict:
     row = rate_row(total, samples, HOST_BYTES_PER_PAIR)
     row.update(chunk_elements=chunk, chunks=len(pairs.chunks[1]), chunks_per_worker=chunk_counts(client, pairs),
                exact=checked)
+    if stream is not None:
+        row["task_stream"] = stream
     return row
 
 
@@ -211,7 +247,7 @@ def measure_device(client, total: int, chunk: int, repeats: int) -> dict:
         client.run(synchronize_device)  # the functions return once the work is submitted
         return y
 
-    samples, y = timed_persists(client, make, repeats)
+    samples, y, _ = timed_persists(client, make, repeats)
     first = gpuops.dask.to_host(y).blocks[0].compute()
     checked = exact(first, gpuops_sign(np.fmod(pair_values(1, first.size)[0], np.float32(7))))
     kernels = client.run(kernels_alone, keys=[str(k) for k in flatten(x.__dask_keys__())], repeats=repeats)
@@ -252,7 +288,7 @@ def measure_scheduler(client, workers: int, repeats: int) -> dict:
             distributed.wait(done)
             return done
 
-        samples, _ = timed_persists(client, make, repeats)
+        samples, _, _ = timed_persists(client, make, repeats)
         rows[f"{per_worker}_per_worker"] = {"tasks": tasks, "seconds": median_seconds(samples),
                                             "ms_per_task": median_seconds(samples) / tasks * 1e3}
     return rows
@@ -260,7 +296,7 @@ def measure_scheduler(client, workers: int, repeats: int) -> dict:
 
 def measure_single(client, adapter: int, total: int, chunk: int, repeats: int) -> dict:
     """The host row's Dask path against one plain call on the same pairs and the same adapter."""
-    dask_row = measure_host(client, total, chunk, repeats)
+    dask_row = measure_host(client, total, chunk, repeats, stream_tasks=True)
     threads = max(client.nthreads().values())
     local = measure_plain_here(adapter, total, chunk, threads, repeats)
     # (this process's pairs are gone before the worker makes its own)
@@ -453,6 +489,12 @@ def report(document: dict) -> None:
                   f"{single['chunks_side_by_side']['threads']} at a time "
                   f"{single['chunks_side_by_side']['seconds']:.4f} s; the plain call in the worker "
                   f"{single['plain_in_worker']['seconds']:.4f} s")
+        stream = single["dask"].get("task_stream")
+        if stream and stream.get("tasks"):
+            print(f"single under Dask's task stream: {stream['wall_s']:.4f} s in all; tasks' computes "
+                  f"{', '.join(f'{t:.4f}' for t in stream['compute_s'])} s; before the first "
+                  f"{stream['before_first_task_s']:.4f} s, first start to last stop {stream['tasks_span_s']:.4f} s, "
+                  f"after it {stream['after_last_task_s']:.4f} s")
     for row in document.get("memory", []):
         print(f"memory: {row['processes']} processes copying: pre-touched {row['pretouched_gb_per_s']:.1f} GB/s, "
               f"new {row['new_gb_per_s']:.1f} GB/s")
