@@ -52,7 +52,7 @@ import numpy as np
 import gpuops
 from gpuops.bench.cli import parse_size
 from gpuops.bench.reference import compare
-from gpuops.bench.torch_compare import torch_cuda
+from gpuops.bench.cuda_context import hold_cuda_contexts
 
 try:
     import dask
@@ -537,8 +537,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     # NVIDIA's driver runs Vulkan compute in a lower performance state while no CUDA context exists on the GPU; a
     # context in any process counts, so this process holds one on every GPU for the whole run.
-    torch = None if args.no_cuda_context else torch_cuda()
-    cuda_contexts = [torch.zeros(1, device=f"cuda:{i}") for i in range(torch.cuda.device_count())] if torch else []
+    cuda_contexts = [] if args.no_cuda_context else hold_cuda_contexts(every_gpu=True)
     listed = gpuops.adapters()
     adapters = gpuops.dask.default_adapters() if args.adapters is None else args.adapters
     names = {a.index: f"[{a.index}] {a.name} ({a.backend}, {a.type})" for a in listed}

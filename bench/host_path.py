@@ -47,6 +47,7 @@ import wgpu
 
 import gpuops
 from gpuops.bench.cli import parse_size
+from gpuops.bench.cuda_context import hold_cuda_contexts
 from gpuops.bench.ticks import calibrate, split_writes
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.bench.torch_compare import torch_cuda
@@ -604,9 +605,7 @@ def main(argv: list[str] | None = None) -> dict:
     split_size = args.split_size or (1 << (22 if quick else 27))
     large = args.large if args.large is not None else ([1 << 24] if quick else [1 << 28, 1 << 30])
 
-    torch = torch_cuda()
-    # NVIDIA: a CUDA context on every GPU keeps each one out of the low-power state that slows Vulkan compute
-    cuda_contexts = [torch.zeros(1, device=f"cuda:{i}") for i in range(torch.cuda.device_count())] if torch else []
+    cuda_contexts = hold_cuda_contexts(every_gpu=True)  # (see gpuops.bench.cuda_context)
     device = gpuops.default_device()
     document = {"schema": SCHEMA, "adapter": device.adapter_name, "backend": device.backend,
                 "gpuops": getattr(gpuops, "__version__", "?"), "gpuops_path": gpuops.__file__, "wgpu": wgpu.__version__,

@@ -33,7 +33,7 @@ from gpuops.bench.reference import compare
 from gpuops.bench.report import write_json
 from gpuops.bench.targets import DATA_SETS, DEFAULT_ELEMENTS, label
 from gpuops.bench.timing import GpuTimer
-from gpuops.bench.torch_compare import torch_cuda
+from gpuops.bench.cuda_context import hold_cuda_contexts
 from gpuops.bench.workload import Workload, bytes_moved, element_view
 from gpuops.device import bind_group_entries, record_pass
 from gpuops.kernel import operands_of
@@ -96,8 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", choices=tuple(DATA_SETS), default="goals", help="the inputs' values (goals)")
     parser.add_argument("--json", type=Path, help="write every row's figures to this file")
     args = parser.parse_args(argv)
-    torch = torch_cuda()
-    cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # noqa: F841 (held for the run)
+    cuda_contexts = hold_cuda_contexts()  # noqa: F841 (held for the run)
     device = gpuops.Device(**({"backend": args.backend} if args.backend else {}))
     usage = device.wgpu.BufferUsage
     flags = device.wgpu_device.create_buffer(size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST) \

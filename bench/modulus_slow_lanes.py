@@ -27,7 +27,7 @@ import gpuops
 from gpuops.bench.reference import compare
 from gpuops.bench.report import write_json
 from gpuops.bench.timing import CopyKernel, GpuTimer
-from gpuops.bench.torch_compare import torch_cuda
+from gpuops.bench.cuda_context import hold_cuda_contexts
 from gpuops.bench.workload import Case, Workload, bytes_moved, worst_values
 from gpuops.device import record_pass
 from gpuops.enums import DataType
@@ -169,8 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", help="the WebGPU implementation (gpuops.Device's backend)")
     parser.add_argument("--json", type=Path, help="write the rows to this file")
     args = parser.parse_args(argv)
-    torch = torch_cuda()
-    cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # noqa: F841 (held for the run)
+    cuda_contexts = hold_cuda_contexts()  # noqa: F841 (held for the run)
     device = gpuops.Device(**({"backend": args.backend} if args.backend else {}))
     timer = GpuTimer(device)
     basis = "GPU timestamps" if timer.supported else "host time (no timestamps)"

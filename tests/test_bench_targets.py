@@ -63,8 +63,8 @@ def test_goal_data_has_specials_and_no_zero_divisors():
 
 ENVELOPE_KEYS = {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict, "versions": dict,
                  "feature_level": str, "runtime_checks": bool, "settings": dict, "timestamp_conversion": dict}
-TOP_KEYS = {"torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR, "wgsl_copy_gbps": NUMBER, "wgsl_copy": dict,
-            "torch_copy": dict, "torch_copy_samples": list, "contiguous": list, "packed-2d": list, "broadcast": list,
+TOP_KEYS = {"cuda_context": bool, "torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR,
+            "wgsl_copy_gbps": NUMBER, "wgsl_copy": dict, "torch_copy": dict, "torch_copy_samples": list, "contiguous": list, "packed-2d": list, "broadcast": list,
             "transposed": list, "nchw-to-nhwc": list, "transposed-k": list, "strided-out": list,
             "host": (dict, type(None))}
 
@@ -170,6 +170,21 @@ def validate_row(row: dict, section: str, settings: dict) -> None:
             validate_torch(row[library], settings, f"{section}.{library}")
             expected = targets.TORCH_LAYOUTS[section] if library == "torch" else targets.CUPY_LAYOUTS[section]
             assert row[library].get("layout", expected) == expected
+
+
+def test_a_cuda_context_is_held_before_the_first_figure(capsys, tmp_path, monkeypatch):
+    """NVIDIA runs Vulkan compute in a lower performance state until a CUDA context exists: the run holds one (where
+    PyTorch or CuPy reaches CUDA) before it times the WGSL copy, its first figure, and says so."""
+    events = []
+    monkeypatch.setattr(targets, "hold_cuda_contexts", lambda: events.append("context") or ["held"])
+    real_time = targets.TargetRun.time
+    monkeypatch.setattr(targets.TargetRun, "time", lambda *a, **k: events.append("timed") or real_time(*a, **k))
+    path = tmp_path / "held.json"
+    status, _, err = run(capsys, "targets", "--elements", "1024", "--only", "contiguous", "--match",
+                         "^sign float32$", "-i", "2", "-q", "--json", path)
+    assert status == 0, err
+    assert events[:2] == ["context", "timed"] and events.count("context") == 1
+    assert json.loads(path.read_text())["cuda_context"] is True
 
 
 def test_the_schema_page_names_every_key_of_a_targets_document():

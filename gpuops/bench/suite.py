@@ -19,8 +19,7 @@ from .report import physical_memory
 from .stats import StoppingRule
 from .ticks import TickConversion, calibrate
 from .timing import CacheFlush, GpuTimer, Sampler
-from .cupy_compare import cupy_cuda
-from .torch_compare import torch_cuda
+from .cuda_context import hold_cuda_contexts
 from .workload import (DATA_SETS, Arena, Case, CopyRoof, Workload, bytes_moved, copy_size, make_case, measure,
                        nchw_sizes, slot_sizes, supported_types, tensor_strides)
 
@@ -53,7 +52,7 @@ class Session:
     compare: tuple[str, ...]
     feature_level: FeatureLevel
     arena: Arena
-    cuda_context: object | None = None  # a CUDA tensor kept alive for the run (see open)
+    cuda_context: list | None = None  # CUDA arrays kept alive for the run (see open)
     cuda_requested: bool = False
     cuda_held: bool = False  # stays true after close(): the run was timed with a CUDA context
     floor_ns: float | None = None  # a dispatch that moves nothing, timed like the cases (see report.PERCENT_MIN_NS)
@@ -69,17 +68,8 @@ class Session:
         With `hold_cuda_context` (and always with --compare torch or cupy, so that every case is timed in the same
         state) a CUDA context is opened through PyTorch (else CuPy) first and held for the run: NVIDIA's driver runs
         Vulkan compute in a lower performance state while no CUDA context exists on the GPU."""
-        context = None
         requested = hold_cuda_context or "torch" in compare or "cupy" in compare
-        if requested:
-            torch = torch_cuda()
-            cupy = cupy_cuda() if torch is None else None
-            if torch is not None:
-                context = torch.zeros(1, device="cuda")
-                torch.cuda.synchronize()
-            elif cupy is not None:
-                context = cupy.zeros(1)
-                cupy.cuda.Device().synchronize()
+        context = (hold_cuda_contexts() or None) if requested else None
         timer = GpuTimer(device)
         conversion = calibrate(device, timer)
         if conversion.tick_ns is None:

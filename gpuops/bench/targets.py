@@ -31,6 +31,7 @@ from ..errors import GpuOpsError
 from ..operators import OPERATORS, SignDesc, spec_by_name
 from ..tensor import TensorDesc
 from . import report
+from .cuda_context import hold_cuda_contexts
 from .cupy_compare import cupy_cuda, time_cupy
 from .stats import ABOVE_TARGET, DEFAULT_MAX_TIME_S, Sampled, StoppingRule, summary
 from .ticks import calibrate
@@ -245,9 +246,11 @@ def _rate(moved: int, fields: dict) -> dict:
 
 def measure(device: Device, options: TargetOptions, say: Callable[[str], None] | None = None) -> dict:
     """A targets document (docs/bench-json.md): the copies, then the sections asked for."""
+    cuda_contexts = hold_cuda_contexts()  # before the first figure (the WGSL copy), kept to the end of the run
     run = TargetRun(device, options, say)
     n = options.elements
     doc = report.envelope(COMMAND, device, run.conversion, options.settings())
+    doc["cuda_context"] = bool(cuda_contexts)
     torch = torch_cuda()
     doc["torch_device"] = torch.cuda.get_device_name() if torch is not None else None
     cupy = cupy_cuda()
