@@ -22,6 +22,9 @@ small/large  sign 1024 before and after a series of large calls (modulus_floor a
 split        one modulus_floor of --split-size float32 on one device against the same split in N equal parts over
              N devices (one per adapter of the default device's kind, or --devices N on the one adapter), one thread
              each, out= preallocated, interleaved (goal on 2 GPUs: >= 1.8 x one device's throughput; 4: >= 3.4 x)
+links        the host's path to its GPUs without gpuops: CUDA's own copies (PyTorch) of --links-size float32 up
+             and down, pageable and pinned, on one GPU and on every GPU at once (a part each, one thread each): the
+             platform's floor for the split and for large calls (only where PyTorch finds CUDA)
 large        host calls of --large sizes (sign and modulus_floor of float32): median time and GB/s of host data;
              --compare adds NumPy on the CPU (timed once: the call whose result is the reference) and PyTorch /
              CuPy end to end where they import and find a GPU
@@ -34,6 +37,8 @@ gpuops.adapters() (an older checkout, for the figures before) runs everything bu
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import platform
 import statistics
@@ -372,55 +377,133 @@ def split_devices(device: gpuops.Device, wanted: int | None) -> tuple[list[gpuop
             for _ in range(count)], "all on one adapter"
 
 
+class InStep:
+    """Threads that each run their own call once a step, all released together: step() returns when every call of
+    the step has ended, so a step takes as long as its slowest call. A call's exception is kept in `failures`.
+    Use as a context manager (its threads end on exit)."""
+
+    def __init__(self, calls: list[Callable[[], object]]):
+        self._start, self._end = threading.Barrier(len(calls) + 1), threading.Barrier(len(calls) + 1)
+        self._stop = threading.Event()
+        self.failures: list[BaseException] = []
+        self._threads = [threading.Thread(target=self._work, args=(call,), daemon=True) for call in calls]
+        for thread in self._threads:
+            thread.start()
+
+    def _work(self, call: Callable[[], object]) -> None:
+        while True:
+            self._start.wait()
+            if self._stop.is_set():
+                return
+            try:
+                call()
+            except BaseException as exc:  # reported after the run
+                self.failures.append(exc)
+            self._end.wait()
+
+    def step(self) -> None:
+        self._start.wait()
+        self._end.wait()
+
+    def __enter__(self) -> InStep:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        self._start.wait()
+        for thread in self._threads:
+            thread.join()
+
+
+def parts_of(n: int, count: int) -> list[tuple[int, int]]:
+    """`count` nearly equal consecutive parts of range(n), as (start, end)."""
+    bounds = [n * k // count for k in range(count + 1)]
+    return list(zip(bounds, bounds[1:]))
+
+
 def measure_split(device: gpuops.Device, n: int, wanted: int | None, rounds: int) -> dict:
     devices, placement = split_devices(device, wanted)
     count = len(devices)
     rng = np.random.default_rng(3)
     a, b = operands("float32", n, rng)
     whole, parts = np.empty_like(a), np.empty_like(a)
-    bounds = [n * k // count for k in range(count + 1)]
     with np.errstate(all="ignore"):
         want = np.remainder(a, b)
     gpuops.modulus_floor(a, b, out=whole, device=devices[0])
-    start_gate, end_gate = threading.Barrier(count + 1), threading.Barrier(count + 1)
-    stop = threading.Event()
-    failures: list[BaseException] = []
-
-    def worker(index: int) -> None:
-        lo, hi = bounds[index], bounds[index + 1]
-        while True:
-            start_gate.wait()
-            if stop.is_set():
-                return
-            try:
-                gpuops.modulus_floor(a[lo:hi], b[lo:hi], out=parts[lo:hi], device=devices[index])
-            except BaseException as exc:  # reported after the run
-                failures.append(exc)
-            end_gate.wait()
-
-    threads = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(count)]
-    for thread in threads:
-        thread.start()
-
-    def split() -> None:
-        start_gate.wait()
-        end_gate.wait()
-
-    try:
-        split()  # each device's pieces compiled and pooled
+    calls = [functools.partial(gpuops.modulus_floor, a[lo:hi], b[lo:hi], out=parts[lo:hi], device=part_device)
+             for (lo, hi), part_device in zip(parts_of(n, count), devices)]
+    with InStep(calls) as split:
+        split.step()  # each device's pieces compiled and pooled
         case = {"elements": n, "devices": count, "placement": placement,
                 "adapters": [d.adapter_name for d in devices]}
         case.update(interleaved({"one device": lambda: gpuops.modulus_floor(a, b, out=whole, device=devices[0]),
-                                 f"{count} devices": split}, rounds, 1))
-    finally:
-        stop.set()
-        start_gate.wait()
-    case["exact"] = not failures and exact(whole, want) and exact(parts, want)
-    if failures:
-        case["error"] = repr(failures[0])
+                                 f"{count} devices": split.step}, rounds, 1))
+    case["exact"] = not split.failures and exact(whole, want) and exact(parts, want)
+    if split.failures:
+        case["error"] = repr(split.failures[0])
     case["ratios"] = {"speedup": case["one device"]["median_ns"] / case[f"{count} devices"]["median_ns"]}
     case["gbps"] = {name: 3 * a.nbytes / case[name]["median_ns"] for name in ("one device", f"{count} devices")}
     return case
+
+
+# ---------------------------------------------------------------------------------------------------- links
+
+def measure_links(n: int, rounds: int) -> dict | None:
+    """The host's path to its GPUs the fastest way the platform allows, without gpuops or WebGPU: CUDA's own copies
+    (PyTorch) of n float32 between host memory and the GPUs, on one GPU and on every GPU at once (a part each, one
+    thread each), from and into pageable memory (as NumPy arrays lie; the destination written before, and a new one
+    as a new result array is) and pinned memory. None without PyTorch on CUDA."""
+    torch = torch_cuda()
+    if torch is None:
+        return None
+    gpus = torch.cuda.device_count()
+    rows = []
+    for memory in ("pageable", "pinned"):
+        for count in sorted({1, gpus}):
+            rows.append(link_row(torch, n, count, memory, rounds))
+    one = {row["memory"]: row for row in rows if row["gpus"] == 1}
+    for row in rows:  # every GPU at once against one GPU alone moving all n
+        row["speedup"] = {name: row["gbps"][name] / one[row["memory"]]["gbps"][name] for name in row["gbps"]}
+    return {"elements": n, "gpus": gpus, "rows": rows}
+
+
+def link_row(torch, n: int, count: int, memory: str, rounds: int) -> dict:
+    pinned = memory == "pinned"
+    sizes = [hi - lo for lo, hi in parts_of(n, count)]
+    host_in = [torch.ones(size, dtype=torch.float32, pin_memory=pinned) for size in sizes]
+    host_out = [torch.zeros(size, dtype=torch.float32, pin_memory=pinned) for size in sizes]  # written before
+    on_gpu = [torch.empty(size, dtype=torch.float32, device=f"cuda:{index}") for index, size in enumerate(sizes)]
+
+    def upload(index: int) -> None:
+        on_gpu[index].copy_(host_in[index])
+        torch.cuda.synchronize(index)
+
+    def download(index: int) -> None:
+        host_out[index].copy_(on_gpu[index])
+        torch.cuda.synchronize(index)
+
+    def download_new(index: int) -> None:
+        torch.empty(sizes[index], dtype=torch.float32).copy_(on_gpu[index])
+        torch.cuda.synchronize(index)
+
+    kinds = {"upload": upload, "download": download}
+    if not pinned:
+        kinds["download into new memory"] = download_new
+    with contextlib.ExitStack() as threads:
+        steppers = {name: threads.enter_context(InStep([functools.partial(call, index) for index in range(count)]))
+                    for name, call in kinds.items()}
+        for stepper in steppers.values():
+            stepper.step()  # untimed: the copies' first use
+        timed = interleaved({name: stepper.step for name, stepper in steppers.items()}, rounds, 1)
+    failures = [exc for stepper in steppers.values() for exc in stepper.failures]
+    for tensors in (host_in, host_out, on_gpu):
+        tensors.clear()
+    torch.cuda.empty_cache()
+    row = {"memory": memory, "gpus": count, "elements": n, **timed,
+           "gbps": {name: 4 * n / timed[name]["median_ns"] for name in kinds}}
+    if failures:
+        row["error"] = repr(failures[0])
+    return row
 
 
 # ---------------------------------------------------------------------------------------------------- large
@@ -563,6 +646,12 @@ def report(document: dict) -> None:
         print(f"split of {split['elements']} over {split['devices']} devices ({split['placement']}): "
               + ", ".join(f"{k} {us(split[k]['median_ns'])} us ({split['gbps'][k]:.2f} GB/s)" for k in names)
               + f"; speedup {split['ratios']['speedup']:.2f} x{'' if split['exact'] else '  NOT EXACT'}")
+    links = document.get("links")
+    if links:
+        for row in links["rows"]:
+            print(f"links {row['memory']:8} {row['gpus']} GPU(s), {row['elements']} float32: "
+                  + ", ".join(f"{k} {row['gbps'][k]:.2f} GB/s ({row['speedup'][k]:.2f} x)" for k in row["gbps"])
+                  + (f"  {row['error']}" if "error" in row else ""))
     for row in document.get("large", []):
         if "error" in row:
             print(f"large {row['function']} {row['elements']}: {row['error']}")
@@ -587,6 +676,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--split-size", type=parse_size, default=None, help="default 2^27 (--quick: 2^22)")
     parser.add_argument("--devices", type=int, default=None,
                         help="devices of the split (default: every adapter like the default one, else 2 on it)")
+    parser.add_argument("--links-size", type=parse_size, default=None, help="default 2^28 (--quick: 2^22)")
     parser.add_argument("--large", nargs="*", type=parse_size, default=None,
                         help="large call sizes (default 2^28 2^30; --quick: 2^24)")
     parser.add_argument("--large-iterations", type=int, default=3)
@@ -596,7 +686,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--skip-calibration", action="store_true",
                         help="take timestamp ticks as nanoseconds instead of measuring them (quick runs)")
     parser.add_argument("--skip", nargs="*", default=[],
-                        choices=("floors", "chain", "small", "split", "large", "wait"), help="parts to leave out")
+                        choices=("floors", "chain", "small", "split", "links", "large", "wait"),
+                        help="parts to leave out")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     quick = args.quick
@@ -639,6 +730,11 @@ def main(argv: list[str] | None = None) -> dict:
     if "split" not in args.skip:
         document["split"] = measure_split(device, split_size, args.devices, 7 if quick else 9)
         save("split")
+    if "links" not in args.skip:
+        links = measure_links(args.links_size or (1 << (22 if quick else 28)), 5 if quick else 9)
+        if links is not None:
+            document["links"] = links
+            save("links")
     if "large" not in args.skip:
         document["large"] = []
         for size in large:

@@ -246,3 +246,55 @@ def test_host_path_benchmark_runs_at_tiny_sizes(tmp_path):
     if document["backend"] == "wgpu-native":
         assert document["submit_during_wait"]["gpuops synchronize"]["submit_ns"] > 0
         assert {"submit+block", "submit+spin", "map+block", "map+spin", "map+thread"} <= set(floors)
+
+
+def test_host_path_links_copy_every_part_on_every_gpu(monkeypatch):
+    """The links part (CUDA's own copies, the platform's floor) on a NumPy-backed stand-in for PyTorch with two
+    GPUs: every copy moves its part, on the GPU the part belongs to, from the memory the row names."""
+    script = Path(__file__).resolve().parent.parent / "bench" / "host_path.py"
+    spec = importlib.util.spec_from_file_location("bench_host_path_links", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    copies = []
+
+    class Tensor:
+        def __init__(self, values, where, pinned):
+            self.values, self.where, self.pinned = values, where, pinned
+
+        def copy_(self, other):
+            assert self.values.shape == other.values.shape and self.where != other.where
+            copies.append((other.where, self.where, other.pinned or self.pinned, self.values.size))
+            self.values[...] = other.values
+            return self
+
+    class Cuda:
+        @staticmethod
+        def device_count():
+            return 2
+
+        synchronize = empty_cache = staticmethod(lambda *args: None)
+
+    class FakeTorch:
+        float32, cuda = np.float32, Cuda
+
+        @staticmethod
+        def _make(fill, size, dtype, pin_memory=False, device="cpu"):
+            return Tensor(np.full(size, fill, dtype), device, pin_memory)
+
+        ones = staticmethod(lambda size, **kw: FakeTorch._make(1, size, **kw))
+        zeros = staticmethod(lambda size, **kw: FakeTorch._make(0, size, **kw))
+        empty = staticmethod(lambda size, **kw: FakeTorch._make(7, size, **kw))
+
+    monkeypatch.setattr(module, "torch_cuda", lambda: FakeTorch)
+    links = module.measure_links(1001, 2)
+    assert (links["elements"], links["gpus"]) == (1001, 2)
+    rows = {(row["memory"], row["gpus"]): row for row in links["rows"]}
+    assert set(rows) == {("pageable", 1), ("pageable", 2), ("pinned", 1), ("pinned", 2)}
+    for (memory, gpus), row in rows.items():
+        kinds = {"upload", "download"} | ({"download into new memory"} if memory == "pageable" else set())
+        assert set(row["gbps"]) == set(row["speedup"]) == kinds and "error" not in row
+        assert all(row[kind]["samples"] == 2 for kind in kinds)
+    # each GPU's part, both ways: 1001 elements on one GPU, 500 and 501 on two
+    assert {(src, dst, n) for src, dst, _, n in copies if dst.startswith("cuda")} == \
+        {("cpu", "cuda:0", 1001), ("cpu", "cuda:0", 500), ("cpu", "cuda:1", 501)}
+    assert {pinned for _, _, pinned, _ in copies} == {False, True}
