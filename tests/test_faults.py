@@ -442,6 +442,27 @@ def test_a_loss_gpuops_did_not_see_gives_device_errors():
     """)
 
 
+def test_a_backend_that_raises_on_a_lost_device_gives_device_errors(monkeypatch):
+    """Dawn raises its own validation error ("[Device] is lost") from the next call on a device lost behind gpuops'
+    back, where wgpu-native's calls return: the NumPy-level call says DeviceError, and the device counts as lost."""
+    device = gpuops.Device()
+    x = np.float32([1, -2])
+    assert gpuops.sign(x, device=device).tolist() == [1, -1]
+    wgpu_device = device.wgpu_device
+
+    def lost_encoder(*args, **kwargs):
+        raise device.wgpu.GPUValidationError('[Device "gpuops"] is lost.\n - While calling [Device "gpuops"]'
+                                             '.CreateCommandEncoder([CommandEncoderDescriptor]).')
+
+    monkeypatch.setattr(wgpu_device, "create_command_encoder", lost_encoder)
+    with pytest.raises(gpuops.DeviceError, match=r"ELEMENT_WISE_SIGN: recording: .* was lost "
+                                                 r"\(\[Device \"gpuops\"\] is lost\.\)"):
+        gpuops.sign(x, device=device)
+    assert device.lost
+    with pytest.raises(gpuops.DeviceError, match="was lost"):  # refused at once from now on
+        gpuops.modulus_floor(x, x, device=device)
+
+
 def test_wrong_operators_and_encoders_are_refused(device):
     f32 = TensorDesc(DataType.FLOAT32, (4,))
     sign = device.compile(SignDesc(f32, f32))
