@@ -1,4 +1,5 @@
-"""Reused device memory for the NumPy-level functions: buffers by size class, and their binding tables.
+"""Reused device memory for the NumPy-level functions (buffers by size class, and their binding tables), and the
+transfers through it: uploads and read-backs.
 
 A NumPy-level call needs a buffer per uploaded input, one for the output and a MAP_READ staging buffer to read
 the output back; made afresh each call they cost more than a small call's work (and wgpu clears every new buffer
@@ -31,18 +32,19 @@ a time); `give_back` only queues the buffer, so that it may run in a garbage col
 from __future__ import annotations
 
 import collections
+import types
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import wgpu  # for its flags' values, which are WebGPU's in every backend
 
 from .binding import Binding, buffer_destroyed
 from .errors import DeviceError
-from .wgpu_internals import released
-
-if TYPE_CHECKING:  # (device.py makes each Device's pool)
-    from .device import BindingTable, CompiledOperator, Device
+from .hostcopy import HostCopier
+from .wgpu_internals import NativeAccess, Pending, PromiseAccess, released
 
 MIN_BUFFER_BYTES = 256
 MAX_IDLE_BYTES = 1 << 30
@@ -55,6 +57,45 @@ FLAG_BYTES = 4  # the kernels' error flag word (kernel.Operation.error_flags): o
 STORAGE = "storage"  # STORAGE | COPY_SRC | COPY_DST: the operators' tensors
 STAGING = "staging"  # MAP_READ | COPY_DST: read-backs
 UPLOAD = "upload"  # MAP_WRITE | COPY_SRC: large uploads
+
+
+class OwningDevice(Protocol):
+    """What the pool and the transfers below use of the gpuops.Device that owns them: declared here, so that the
+    pool, which device.py makes for each Device, imports nothing of device.py."""
+
+    wgpu: types.ModuleType  # the wgpu-py backend module (wgpu or wgpudawn)
+    wgpu_device: wgpu.GPUDevice
+    adapter_name: str
+    max_buffer_size: int
+    lock: AbstractContextManager  # held around every call into wgpu_device, never across a wait
+    pool: BufferPool
+    host_access: NativeAccess | PromiseAccess
+    host_copies: HostCopier
+
+    def watch(self, buffer) -> None: ...
+
+    def explained(self, operator: str, step: str) -> AbstractContextManager: ...
+
+    def submit(self, encoder, what: str = ..., uses: Iterable = ...) -> None: ...
+
+    def wait(self, pending: Pending, operator: str, step: str) -> None: ...
+
+
+class BindableOperator(Protocol):
+    """What the pool's binding tables use of a compiled operator (device.py's CompiledOperator)."""
+
+    tensor_fields: tuple[str, ...]
+
+    def bind(self, bindings: Mapping[str, Binding], *, element_offsets: bool = ...) -> RecordableTable: ...
+
+    def bind_with_error_flags(self, bindings: Mapping[str, Binding], flags: Binding, *,
+                              element_offsets: bool = ...) -> RecordableTable: ...
+
+
+class RecordableTable(Protocol):
+    """A compiled operator's bindings made ready to record (device.py's BindingTable)."""
+
+    def record_unchecked(self, encoder) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +126,7 @@ class BufferPool:
         self._order: collections.OrderedDict[int, tuple[str, object]] = collections.OrderedDict()  # id -> LRU
         self._idle_bytes = 0
         self._returned: collections.deque = collections.deque()  # from finalizers, taken in under the lock
-        self._tables: collections.OrderedDict[tuple, BindingTable] = collections.OrderedDict()
+        self._tables: collections.OrderedDict[tuple, RecordableTable] = collections.OrderedDict()
         self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
         self.calls: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's _Call per key, LRU
         self._flag_word = None  # see flag_word
@@ -100,7 +141,7 @@ class BufferPool:
         self._take_returned()
         return PoolStats(self.created, self.destroyed, len(self._order), self._idle_bytes, len(self._tables))
 
-    def acquire(self, device: Device, kind: str, size: int, what: str = "gpuops"):
+    def acquire(self, device: OwningDevice, kind: str, size: int, what: str = "gpuops"):
         """A buffer of at least `size` bytes of `kind` (STORAGE, STAGING or UPLOAD), reused when one is idle;
         DeviceError naming `what` where `size` is past the device's largest buffer (Device.max_buffer_size)."""
         self._take_returned()
@@ -165,7 +206,7 @@ class BufferPool:
             self._idle_bytes -= old.size
             self._destroy(old)
 
-    def flag_word(self, device: Device):
+    def flag_word(self, device: OwningDevice):
         """The buffer whose first FLAG_BYTES take the kernels' error flags (CompiledOperator.bind_with_error_flags):
         one for every call on the device, made once and never given back, so that the binding tables that bind it
         are kept. Calls share it safely as long as each submission that runs flagged kernels clears the word before
@@ -190,8 +231,8 @@ class BufferPool:
             self._idle_bytes -= buffer.size
             self._destroy(buffer)
 
-    def table(self, compiled: CompiledOperator, regions: tuple[tuple[object, int, int], ...],
-              cached: bool, flags=None) -> BindingTable:
+    def table(self, compiled: BindableOperator, regions: tuple[tuple[object, int, int], ...],
+              cached: bool, flags=None) -> RecordableTable:
         """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
         compiled.tensor_fields; an offset may be any whole number of the tensor's elements), remembered when
         `cached` (every buffer the pool's or a pooled DeviceArray's: a caller's buffer is never kept alive by the
@@ -242,12 +283,12 @@ class BufferPool:
             self.release(self._returned.popleft())
 
 
-def pool_of(device: Device) -> BufferPool:
+def pool_of(device: OwningDevice) -> BufferPool:
     """The device's pool (Device.pool), which lives as long as the Device."""
     return device.pool
 
 
-def upload(device: Device, pool: BufferPool, data, encoder, staged, what: str = "gpuops") -> object:
+def upload(device: OwningDevice, pool: BufferPool, data, encoder, staged, what: str = "gpuops") -> object:
     """A pooled storage buffer that holds the bytes of `data` (a C-contiguous array) from offset 0 for the work
     recorded into `encoder` after this call. Call with the device's lock held.
 
@@ -280,7 +321,7 @@ def uploads_mapped(size: int) -> bool:
     return size >= MAPPED_UPLOAD_BYTES
 
 
-def fill_upload(device: Device, pool: BufferPool, data, what: str = "gpuops") -> object:
+def fill_upload(device: OwningDevice, pool: BufferPool, data, what: str = "gpuops") -> object:
     """A pooled MAP_WRITE buffer holding the bytes of `data` (a C-contiguous array) from offset 0, unmapped, for a
     copy from it (upload's `staged`). The copy into the mapping runs on the device's host-copy threads. It waits
     for the mapping: call it without the device's lock, which it takes only around its calls into the device."""
@@ -310,7 +351,7 @@ def fill_upload(device: Device, pool: BufferPool, data, what: str = "gpuops") ->
     return staging
 
 
-def _give_back_mappable(device: Device, pool: BufferPool, buffer, pending, view) -> None:
+def _give_back_mappable(device: OwningDevice, pool: BufferPool, buffer, pending, view) -> None:
     """Give back a mappable buffer after a failure: unmapped, or destroyed if its mapping is still pending."""
     if device.host_access.reusable(buffer, pending, view):
         pool.release(buffer)
@@ -329,7 +370,7 @@ class ReadBack:
 
     __slots__ = ("device", "pool", "staging", "pending", "size", "what")
 
-    def __init__(self, device: Device, pool: BufferPool, staging, pending, size: int, what: str):
+    def __init__(self, device: OwningDevice, pool: BufferPool, staging, pending, size: int, what: str):
         self.device, self.pool, self.staging, self.pending, self.size, self.what = \
             device, pool, staging, pending, size, what
 
@@ -362,7 +403,7 @@ class ReadBack:
                 done.clear()
 
 
-def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int,
+def start_read_back(device: OwningDevice, pool: BufferPool, encoder, buffer, offset: int, size: int,
                     what: str = "gpuops", uses=(), tail: tuple | None = None) -> ReadBack:
     """Copy `size` bytes of `buffer` from `offset` (both multiples of 4) into a pooled staging buffer at the end of
     `encoder`'s work (None: a new encoder, the copy alone), submit it all at once (the buffers in `uses` checked
@@ -394,7 +435,7 @@ def start_read_back(device: Device, pool: BufferPool, encoder, buffer, offset: i
     return ReadBack(device, pool, staging, pending, size, what)
 
 
-def read_back(device: Device, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
+def read_back(device: OwningDevice, pool: BufferPool, encoder, buffer, offset: int, size: int, fill,
               what: str = "gpuops", done: list | None = None, uses=(), tail: tuple | None = None) -> None:
     """start_read_back, then ReadBack.finish(fill, done): the copy's submission, the wait and the one copy into
     host memory (see both)."""
