@@ -18,7 +18,9 @@ For each N (where N is more than the adapters, workers share them, and the rows 
   single    (N = 1 only) the host row's path on --single-elements pairs against one plain gpuops.modulus_floor
             call on as many pairs in this process, on the same adapter (goal: Dask <= 1.3 x plain); beside them,
             without the scheduler, the chunks' calls in this process one after the other and as many at once as
-            the worker has threads, and the plain call inside the worker's process
+            the worker has threads, and the plain call inside the worker's process; and one more Dask run under
+            Dask's task stream (task_stream: each task's compute on the worker, the time before the first starts
+            and after the last ends)
 Limits without Dask, for each N:
   memory    host memory bandwidth: N processes each copying --copy-bytes with np.copyto at once, into a
             destination written before (pre-touched) and into a new one (page faults, as a new result array)
@@ -250,7 +252,7 @@ def measure_device(client, total: int, chunk: int, repeats: int) -> dict:
     samples, y, _ = timed_persists(client, make, repeats)
     first = gpuops.dask.to_host(y).blocks[0].compute()
     checked = exact(first, gpuops_sign(np.fmod(pair_values(1, first.size)[0], np.float32(7))))
-    kernels = client.run(kernels_alone, keys=[str(k) for k in flatten(x.__dask_keys__())], repeats=repeats)
+    kernels = client.run(kernels_alone, keys=keys_of(x), repeats=repeats)
     row = rate_row(total, samples, DEVICE_BYTES_PER_ELEMENT)
     row.update(chunk_elements=chunk, chunks=len(x.chunks[0]), chunks_per_worker=chunk_counts(client, x),
                exact=checked, kernels_alone_seconds=kernels)

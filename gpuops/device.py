@@ -248,7 +248,8 @@ class Device:
         cause = cause_of(exc)
         if self.is_lost():
             return self.lost_error(operator, step, cause)
-        if isinstance(exc, self.wgpu.GPUError) and _SAYS_LOST in str(exc):  # Dawn's creations may not say it
+        # Dawn raises "[Device] is lost" from calls on a lost device even where its buffer probe above succeeds
+        if isinstance(exc, self.wgpu.GPUError) and _SAYS_LOST in str(exc):
             self._watch.mark_lost(loss_reason(exc))
             return self.lost_error(operator, step, cause)
         return DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: {cause}")
