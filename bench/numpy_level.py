@@ -42,7 +42,7 @@ import gpuops
 from gpuops.bench.cli import parse_size
 from gpuops.bench.reference import compare
 from gpuops.bench.ticks import calibrate, split_writes
-from gpuops.bench.torch_compare import torch_cuda
+from gpuops.bench.cuda_context import hold_cuda_contexts
 from gpuops.bench.timing import CopyKernel, GpuTimer
 from gpuops.operators import spec_by_name
 
@@ -352,8 +352,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", metavar="PATH", help="write the results there")
     args = parser.parse_args(argv)
 
-    torch = torch_cuda() if args.cuda_context or not args.no_frameworks else None
-    cuda_context = torch.zeros(1, device="cuda") if torch is not None else None  # held until the run ends
+    cuda_contexts = hold_cuda_contexts() if args.cuda_context or not args.no_frameworks else []  # held to the end
     device = gpuops.default_device()
     timer = GpuTimer(device)
     if args.skip_calibration or not timer.supported:
@@ -372,13 +371,13 @@ def main(argv: list[str] | None = None) -> dict:
             for function in ("modulus_floor", "modulus_truncate"):
                 cases.append(measure_call(device, timer, function, dtype, args.types_size, args, rng,
                                           frameworks[:1]))
-    print(f"{device.adapter_name} ({device.backend}){', a CUDA context held' if cuda_context is not None else ''}; "
+    print(f"{device.adapter_name} ({device.backend}){', a CUDA context held' if cuda_contexts else ''}; "
           "ratios against the bare floor (chain: against the kernels' GPU time)")
     print_table(cases)
     document = {"schema": SCHEMA, "adapter": device.adapter_name, "backend": device.backend,
                 "adapter_info": {k: str(v) for k, v in device.adapter.info.items()}, "host": platform.platform(),
                 "python": platform.python_version(), "numpy": np.__version__, "ticks": ticks,
-                "cuda_context": cuda_context is not None, "cases": cases}
+                "cuda_context": bool(cuda_contexts), "cases": cases}
     if args.json:
         with open(args.json, "w") as file:
             json.dump(document, file, indent=1)
