@@ -246,11 +246,9 @@ class Device:
         """The DeviceError for a wgpu error raised while gpuops was doing `step` for `operator`: with wgpu's own
         cause, and saying so where the device is lost."""
         cause = cause_of(exc)
-        if self.is_lost():
-            return self.lost_error(operator, step, cause)
-        # Dawn raises "[Device] is lost" from calls on a lost device even where its buffer probe above succeeds
         if isinstance(exc, self.wgpu.GPUError) and _SAYS_LOST in str(exc):
-            self._watch.mark_lost(loss_reason(exc))
+            self._watch.mark_lost(loss_reason(exc))  # wgpu says so (Dawn does, where is_lost's probe may not tell)
+        if self.is_lost():
             return self.lost_error(operator, step, cause)
         return DeviceError(f"{operator}: the WebGPU device refused {step} on {self.adapter_name}: {cause}")
 

@@ -64,7 +64,8 @@ def test_goal_data_has_specials_and_no_zero_divisors():
 ENVELOPE_KEYS = {"schema": str, "command": str, "created": str, "machine": dict, "adapter": dict, "versions": dict,
                  "feature_level": str, "runtime_checks": bool, "settings": dict, "timestamp_conversion": dict}
 TOP_KEYS = {"cuda_context": bool, "torch_device": OPTIONAL_STR, "cupy_device": OPTIONAL_STR,
-            "wgsl_copy_gbps": NUMBER, "wgsl_copy": dict, "torch_copy": dict, "torch_copy_samples": list, "contiguous": list, "packed-2d": list, "broadcast": list,
+            "wgsl_copy_gbps": NUMBER, "wgsl_copy": dict, "torch_copy": dict, "torch_copy_samples": list,
+            "contiguous": list, "packed-2d": list, "broadcast": list,
             "transposed": list, "nchw-to-nhwc": list, "transposed-k": list, "strided-out": list,
             "host": (dict, type(None))}
 

@@ -52,7 +52,7 @@ def test_no_module_of_the_package_imports_itself_through_others():
         state[node] = "open"
         for target in sorted(graph[node]):
             if state.get(target) == "open":
-                return path[path.index(target):] + [node, target] if target in path else path + [node, target]
+                return path[path.index(target):] + [node, target]  # (an open module is on the path)
             if target not in state:
                 found = loop_from(target, path + [node])
                 if found:

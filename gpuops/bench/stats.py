@@ -89,7 +89,7 @@ def sample(take: Callable[[int], tuple[list[float], list[float]]], rule: Stoppin
     if rule.max_noise is None:
         return _ended(gpu, host, "min_samples")
     while True:
-        figure = noise(gpu if resolved(gpu) or not host else host)
+        figure = noise(_kept(gpu, host) or host)
         if figure is not None and figure <= rule.max_noise:
             return _ended(gpu, host, "noise")
         count = max(len(gpu), len(host))
@@ -111,10 +111,14 @@ def resolved(gpu_ns: Sequence[float]) -> bool:
     return len(gpu_ns) > 0 and float(np.median(np.asarray(gpu_ns, np.float64))) > 0
 
 
+def _kept(gpu: list[float], host: list[float]) -> list[float]:
+    """The GPU samples a row keeps: none where they are below the timestamps' resolution and there are host times,
+    so that the row is rated, judged and compared on its host times as on an adapter without timestamps."""
+    return gpu if resolved(gpu) or not host else []
+
+
 def _ended(gpu: list[float], host: list[float], stopped_on: str) -> Sampled:
-    """The samples taken; GPU times below the timestamps' resolution are dropped where there are host times, so
-    that the row is rated, judged and compared on its host times as on an adapter without timestamps."""
-    return Sampled(gpu if resolved(gpu) or not host else [], host, stopped_on)
+    return Sampled(_kept(gpu, host), host, stopped_on)
 
 
 # ------------------------------------------------------------------------------------------ comparing two runs

@@ -256,7 +256,8 @@ def random_values(data_type: DataType, count: int, rng: np.random.Generator) -> 
         return values
     info = np.iinfo(dtype)
     values = rng.integers(info.min, info.max, size=count, dtype=dtype, endpoint=True)
-    small = rng.random(count, dtype=np.float32) < 0.5  # small magnitudes too, where remainders are not just the dividend
+    # small magnitudes too, where remainders are not just the dividend
+    small = rng.random(count, dtype=np.float32) < 0.5
     values[small] = rng.integers(max(info.min, -100), min(info.max, 100), size=int(small.sum()), endpoint=True)
     return values
 
