@@ -50,7 +50,7 @@ from .device import CompiledOperator, Device, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import CastingError, DeviceError, ValidationError, shown
 from .layout import coalesce
-from .numpy_types import Loop, convert, refuse_subclass, resolve
+from .numpy_types import UfuncLoop, convert, refuse_subclass, resolve
 from .operators import OperatorSpec, spec_by_name
 from .pool import FLAG_BYTES, STORAGE, ReadBack, fill_upload, pool_of, start_read_back, upload, uploads_mapped
 from .tensor import TensorDesc, packed_strides
@@ -233,7 +233,7 @@ class _Call:
     result is empty). The key (_call_key) holds everything these depend on; what a call's values decide (whether a
     Python int fits) is checked on every call."""
 
-    loop: Loop
+    loop: UfuncLoop
     shape: tuple[int, ...]
     kinds: tuple[str, ...]
     to_device: bool
@@ -513,7 +513,7 @@ def _empty_device_array(device: Device, shape: tuple[int, ...], dtype: np.dtype)
     return DeviceArray.of_pooled_buffer(device, buffer, dtype, shape, packed_strides(shape))
 
 
-def _check_out(function: _Function, level: FeatureLevel, out, loop: Loop, casting: str) -> DataType | None:
+def _check_out(function: _Function, level: FeatureLevel, out, loop: UfuncLoop, casting: str) -> DataType | None:
     """out's type and dtype checked: NumPy's casting rule from the result's dtype to out's (CastingError, NumPy's
     words), and a device out only where the GPU writes its dtype exactly. Returns the DataType the kernel writes
     where out's bytes take the kernel's output as it is (written_type), None where the result is converted into
@@ -541,7 +541,7 @@ def _check_out(function: _Function, level: FeatureLevel, out, loop: Loop, castin
     return written
 
 
-def written_type(spec: OperatorSpec, level: FeatureLevel, loop: Loop, dtype: np.dtype) -> DataType | None:
+def written_type(spec: OperatorSpec, level: FeatureLevel, loop: UfuncLoop, dtype: np.dtype) -> DataType | None:
     """The DataType the kernel writes so that memory of `dtype` holds NumPy's results as they are: the result's own
     type, or an integer type of the same size (the same bits: NumPy converts integers of one size by their bits);
     for a predicate (bool results, 0 or 1) any integer or bool dtype of the size of an output type the operator

@@ -26,9 +26,9 @@ from .operators import OperatorSpec
 _WEAK = (int, float, complex)  # NumPy's weak Python scalars (bool is not one: it is refused below)
 
 
-class Loop(NamedTuple):
-    """The dtype NumPy computes in (and its DataType) and the dtype NumPy returns, for one combination of operand
-    types."""
+class UfuncLoop(NamedTuple):
+    """NumPy's ufunc loop for one combination of operand types (not kernel.Loop, the shader's walk over memory):
+    the dtype NumPy computes in (and its DataType) and the dtype NumPy returns."""
 
     compute: np.dtype
     data_type: DataType
@@ -67,7 +67,8 @@ def _own_dtype(value) -> np.dtype | None:
 
 
 def resolve(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,
-            signature=None, casting: str = "same_kind", given: str = "") -> tuple[Loop, tuple[np.ndarray | None, ...]]:
+            signature=None, casting: str = "same_kind",
+            given: str = "") -> tuple[UfuncLoop, tuple[np.ndarray | None, ...]]:
     """NumPy's loop for the operands' types (the row's numpy_ufunc gives the type rules; `signature` and `casting`
     as the ufunc takes them, `given` the keyword as the caller wrote it, for messages), checked against the
     operator's support row at `level`, and each operand as NumPy sees it (np.asarray; None for a Python scalar),
@@ -155,8 +156,8 @@ def _as_array(where: str, name: str, value) -> np.ndarray:
 
 
 def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: tuple[str, ...], values: tuple,
-                    arrays: list, descriptors: tuple, signature, casting: str, given: str) -> Loop:
-    """NumPy's Loop for the operand types, or ValidationError where NumPy has no loop or DirectML does not
+                    arrays: list, descriptors: tuple, signature, casting: str, given: str) -> UfuncLoop:
+    """NumPy's ufunc loop for the operand types, or ValidationError where NumPy has no loop or DirectML does not
     support the compute type for the operator at `level`, CastingError where `casting` refuses an input."""
     ufunc = spec.numpy_ufunc
     try:
@@ -185,7 +186,7 @@ def _supported_loop(where: str, spec: OperatorSpec, level: FeatureLevel, names: 
         raise ValidationError(f"{where}: {_operands(names, values, arrays)}: NumPy computes in {compute}; gpuops "
                               f"computes {spec.numpy_name} at feature level {level.label} in {names_allowed} and "
                               f"does not cast{advice}")
-    return Loop(compute, data_type, result)
+    return UfuncLoop(compute, data_type, result)
 
 
 def _operands(names: tuple[str, ...], values: tuple, arrays: list) -> str:
