@@ -20,7 +20,7 @@ For each N (where N is more than the adapters, workers share them, and the rows 
             without the scheduler, the chunks' calls in this process one after the other and as many at once as
             the worker has threads, and the plain call inside the worker's process; and one more Dask run under
             Dask's task stream (task_stream: each task's compute on the worker, the time before the first starts
-            and after the last ends)
+            and after the last ends, and each task's gpuops call on its own, logged as a Dask event)
 Limits without Dask, for each N:
   memory    host memory bandwidth: N processes each copying --copy-bytes with np.copyto at once, into a
             destination written before (pre-touched) and into a new one (page faults, as a new result array)
@@ -95,6 +95,19 @@ def modulus_floor_pair(pair: np.ndarray) -> np.ndarray:
     return gpuops.modulus_floor(pair[0], pair[1])
 
 
+CALLS_TOPIC = "gpuops-dask-scaling-calls"  # the task-stream run's gpuops calls, logged as Dask events
+
+
+def modulus_floor_pair_logged(pair: np.ndarray) -> np.ndarray:
+    """modulus_floor_pair, with the gpuops call's own start and stop (this host's clock, as the task stream's)
+    logged to the scheduler under CALLS_TOPIC: the task stream's compute holds the call and what Dask does around
+    it on the worker's thread."""
+    start = time.time()
+    result = modulus_floor_pair(pair)
+    distributed.get_worker().log_event(CALLS_TOPIC, {"start": start, "stop": time.time()})
+    return result
+
+
 def values_chunk(block_id=None, block_info=None) -> np.ndarray:
     size = block_info[None]["chunk-shape"][0]
     return pair_values(1 + block_id[0], size)[0]
@@ -139,11 +152,12 @@ def timed(run, repeats: int) -> list[float]:
     return samples
 
 
-def timed_persists(client, make, repeats: int, stream_tasks: bool = False):
+def timed_persists(client, make, repeats: int, make_logged=None):
     """make() (a persist, waited for) once untimed, then `repeats` times timed. The same graph has the same keys,
     and a persist whose keys the cluster still holds computes nothing: each result is dropped, and the scheduler has
-    forgotten its keys, before the next run. The timings (seconds), the last result, and with `stream_tasks` where
-    one more run's time goes on the workers (task_stream), else None."""
+    forgotten its keys, before the next run. The timings (seconds), the last result, and, given `make_logged` (make's
+    graph with its tasks' calls logged under CALLS_TOPIC), where one more run of it spends its time on the workers
+    (task_stream; the last result is then that run's), else None."""
     result = make()
     samples = []
     for _ in range(repeats):
@@ -153,15 +167,32 @@ def timed_persists(client, make, repeats: int, stream_tasks: bool = False):
         result = make()
         samples.append(time.perf_counter() - start)
     stream = None
-    if stream_tasks:
+    if make_logged is not None:
         keys, result = keys_of(result), None
         wait_forgotten(client, keys)
         with distributed.get_task_stream(client) as tasks:
             started = time.time()
-            result = make()
+            result = make_logged()  # (the same values as make's)
             ended = time.time()
-        stream = task_stream(tasks.data, started, ended)
+        stream = task_stream(tasks.data, logged_calls(client, len(keys_of(result))), client.run(_scheduler_delay),
+                             started, ended)
     return samples, result, stream
+
+
+def _scheduler_delay(dask_worker) -> float:
+    """What the worker adds to its clock for the times it reports (its estimate of the scheduler's clock's lead)."""
+    return dask_worker.scheduler_delay
+
+
+def logged_calls(client, count: int, timeout_s: float = 10.0) -> list[dict]:
+    """The `count` call spans the logged run's tasks sent (CALLS_TOPIC); events reach the scheduler after the
+    results they follow, so this waits for them (at most `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        calls = [message for _, message in client.get_events(CALLS_TOPIC)]
+        if len(calls) >= count or time.monotonic() > deadline:
+            return calls[-count:]
+        time.sleep(0.01)
 
 
 def wait_forgotten(client, keys: list[str]) -> None:
@@ -175,18 +206,29 @@ def keys_of(collection) -> list[str]:
     return [str(key) for key in flatten(collection.__dask_keys__())]
 
 
-def task_stream(tasks: list[dict], started: float, ended: float) -> dict:
+def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], started: float,
+                ended: float) -> dict:
     """Where a run's wall time (`started` to `ended`, this host's clock, as the workers' are) went on the workers,
     from Dask's task stream: each task's compute, the time before the first task started, from the first start to
-    the last stop, and after it (the results reported and the persist's wait answered)."""
-    computes = sorted((part["start"], part["stop"]) for task in tasks for part in task["startstops"]
-                      if part["action"] == "compute")
+    the last stop, and after it (the results reported and the persist's wait answered); and from the tasks' logged
+    calls (`calls`, each {"start", "stop"}), each gpuops call's own time and each compute's time outside its call
+    (Dask's work on the worker's thread before and after the function). A worker reports its times plus its
+    estimate of the scheduler clock's lead (`delays`, by worker address), which on one host is noise: taken off."""
+    computes = sorted((part["start"] - delays.get(task["worker"], 0.0), part["stop"] - delays.get(task["worker"], 0.0))
+                      for task in tasks for part in task["startstops"] if part["action"] == "compute")
     row = {"wall_s": ended - started, "tasks": len(computes),
            "other_actions": sorted({part["action"] for task in tasks for part in task["startstops"]} - {"compute"})}
     if computes:
         first, last = computes[0][0], max(stop for _, stop in computes)
         row.update(compute_s=[stop - start for start, stop in computes], before_first_task_s=first - started,
                    tasks_span_s=last - first, after_last_task_s=ended - last)
+    spans = sorted((call["start"], call["stop"]) for call in calls)
+    inside = [next(((c_start, c_stop) for c_start, c_stop in computes if c_start <= start and stop <= c_stop), None)
+              for start, stop in spans]
+    if spans and None not in inside:
+        row.update(call_s=[stop - start for start, stop in spans],
+                   outside_call_s=[(c_stop - c_start) - (stop - start)
+                                   for (c_start, c_stop), (start, stop) in zip(inside, spans)])
     return row
 
 
@@ -216,16 +258,17 @@ def chunk_counts(client: distributed.Client, collection) -> dict[str, int]:
 # ------------------------------------------------------------------------------------------------- with Dask
 
 def measure_host(client, total: int, chunk: int, repeats: int, stream_tasks: bool = False) -> dict:
-    """The host row; `stream_tasks`: one more run under Dask's task stream (timed_persists)."""
+    """The host row; `stream_tasks`: one more run under Dask's task stream, its calls logged (timed_persists)."""
     pairs = client.persist(pairs_array(total, chunk))
     distributed.wait(pairs)
-    def make():
-        r = client.persist(pairs.map_blocks(modulus_floor_pair, drop_axis=0, dtype=np.float32,
+    def make(function=modulus_floor_pair):
+        r = client.persist(pairs.map_blocks(function, drop_axis=0, dtype=np.float32,
                                             meta=np.empty((0,), np.float32)))
         distributed.wait(r)
         return r
 
-    samples, r, stream = timed_persists(client, make, repeats, stream_tasks)
+    samples, r, stream = timed_persists(client, make, repeats,
+                                        (lambda: make(modulus_floor_pair_logged)) if stream_tasks else None)
     first = r.blocks[0].compute()
     values = pair_values(1, first.size)
     with np.errstate(all="ignore"):
@@ -497,6 +540,9 @@ def report(document: dict) -> None:
                   f"{', '.join(f'{t:.4f}' for t in stream['compute_s'])} s; before the first "
                   f"{stream['before_first_task_s']:.4f} s, first start to last stop {stream['tasks_span_s']:.4f} s, "
                   f"after it {stream['after_last_task_s']:.4f} s")
+            if "call_s" in stream:
+                print(f"  the gpuops calls in those tasks {', '.join(f'{t:.4f}' for t in stream['call_s'])} s; each "
+                      f"compute outside its call {', '.join(f'{t:.4f}' for t in stream['outside_call_s'])} s")
     for row in document.get("memory", []):
         print(f"memory: {row['processes']} processes copying: pre-touched {row['pretouched_gb_per_s']:.1f} GB/s, "
               f"new {row['new_gb_per_s']:.1f} GB/s")

@@ -7,12 +7,14 @@ adapter in CI), or take one GPU each where there are several of that kind."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -237,6 +239,30 @@ def test_a_worker_started_by_hand_with_an_index_past_the_end(client):
     assert re.search(r"DeviceError: GPUOPS_ADAPTER='99': index 99 is past the adapters .* adapters: \[0\] ",
                      refused.stderr)
     assert len(client.scheduler_info()["workers"]) == 2
+
+
+def test_the_scaling_benchmark_splits_a_run_into_scheduling_tasks_and_calls(client):
+    """bench/dask_scaling.py's host row with its task-stream run, on this module's cluster at a tiny size: every
+    task's gpuops call is logged and found inside the task's compute, and the times before the first task and after
+    the last are measured on the clock the workers share with this process."""
+    script = Path(__file__).resolve().parent.parent / "bench" / "dask_scaling.py"
+    spec = importlib.util.spec_from_file_location("dask_scaling", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # no argument parsing at import
+    # The script's functions travel by reference: the workers import it by this name, as Dask ships it.
+    client.upload_file(str(script))
+    sys.modules[spec.name] = module
+    try:
+        row = module.measure_host(client, 1 << 12, 1 << 10, 1, stream_tasks=True)
+    finally:
+        del sys.modules[spec.name]
+    stream = row["task_stream"]
+    assert row["exact"] and row["chunks"] == stream["tasks"] == 4
+    assert len(stream["call_s"]) == len(stream["outside_call_s"]) == 4
+    assert all(call > 0 for call in stream["call_s"]) and all(rest >= 0 for rest in stream["outside_call_s"])
+    assert stream["before_first_task_s"] >= 0 and stream["after_last_task_s"] >= 0
+    assert stream["before_first_task_s"] + stream["tasks_span_s"] + stream["after_last_task_s"] == \
+        pytest.approx(stream["wall_s"])
 
 
 def test_import_gpuops_does_not_import_dask():
