@@ -1,3 +1,4 @@
+import gc
 import os
 
 import pytest
@@ -19,6 +20,16 @@ def device(request) -> gpuops.Device:
     No skip: a machine without an adapter must fail here, loudly (CI has to prove the shaders run)."""
     default = gpuops.default_device()
     return default if default.backend == request.param else gpuops.Device(backend=request.param)
+
+
+@pytest.fixture
+def dropped_devices_released() -> None:
+    """For tests that run one device from several threads: every Device an earlier test dropped is released first.
+    A used Device and its compiled operators refer to each other, so Python's cycle collector frees its WebGPU
+    device at some later allocation, on whichever thread makes it. On wgpu-native's OpenGL backend that release
+    waits for the adapter's one GL context, and wgpu aborts the process when such a wait passes one second, as it
+    can while other threads compile kernels on a busy software adapter."""
+    gc.collect()
 
 
 def pytest_collection_modifyitems(config, items):

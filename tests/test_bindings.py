@@ -461,7 +461,7 @@ def test_caches_are_bounded(device, monkeypatch):
     assert len(fresh._compiled) == 5
 
 
-def test_one_device_from_eight_threads(device):
+def test_one_device_from_eight_threads(device, dropped_devices_released):
     rng = np.random.default_rng(12)
     jobs = []
     for i in range(8 * 200):

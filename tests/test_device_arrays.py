@@ -503,7 +503,7 @@ def test_device_array_buffers_return_to_the_pool(device):
     assert len({id(k.buffer) for k in kept}) == 5
 
 
-def test_threads(device):
+def test_threads(device, dropped_devices_released):
     """8 threads x 200 calls on one device, host and device arrays, every result checked."""
     failures: list[str] = []
     rng = np.random.default_rng(9)

@@ -370,7 +370,7 @@ def test_a_quiet_call_reports_nothing_in_any_mode(device):
         gpuops.modulus_truncate(np.float32([np.nan, 1, -0.0]), np.float32([0, np.inf, 3]), device=device)
 
 
-def test_calls_on_threads_report_their_own_errors_only(device):
+def test_calls_on_threads_report_their_own_errors_only(device, dropped_devices_released):
     """Every call's kernels share the device's flag word (BufferPool.flag_word): each submission clears it before
     them and copies it out after them, so calls on other threads never see each other's errors."""
     import threading
