@@ -214,8 +214,9 @@ def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], 
     calls (`calls`, each {"start", "stop"}), each gpuops call's own time and each compute's time outside its call
     (Dask's work on the worker's thread before and after the function). A worker reports its times plus its
     estimate of the scheduler clock's lead (`delays`, by worker address), which on one host is noise: taken off."""
-    computes = sorted((part["start"] - delays.get(task["worker"], 0.0), part["stop"] - delays.get(task["worker"], 0.0))
-                      for task in tasks for part in task["startstops"] if part["action"] == "compute")
+    computes = sorted((part["start"] - delay, part["stop"] - delay)
+                      for task in tasks for delay in [delays.get(task["worker"], 0.0)]
+                      for part in task["startstops"] if part["action"] == "compute")
     row = {"wall_s": ended - started, "tasks": len(computes),
            "other_actions": sorted({part["action"] for task in tasks for part in task["startstops"]} - {"compute"})}
     if computes:

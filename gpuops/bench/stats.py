@@ -66,9 +66,16 @@ class Sampled:
     host_ns: list[float]
     stopped_on: str
 
+    @classmethod
+    def kept(cls, gpu_ns: list[float], host_ns: list[float], stopped_on: str) -> Sampled:
+        """The samples a row keeps: no GPU times where they are below the timestamps' resolution (resolved) and
+        there are host times, so that the row is rated, judged and compared on its host times as on an adapter
+        without timestamps."""
+        return cls(gpu_ns if resolved(gpu_ns) or not host_ns else [], host_ns, stopped_on)
+
     @property
     def judged(self) -> list[float]:
-        """The samples the noise target is judged on: GPU times where there are any, else host times (sample()
+        """The samples the noise target is judged on: GPU times where there are any, else host times (Sampled.kept
         keeps no GPU times below the timestamps' resolution)."""
         return self.gpu_ns or self.host_ns
 
@@ -87,18 +94,19 @@ def sample(take: Callable[[int], tuple[list[float], list[float]]], rule: Stoppin
     start = clock()
     gpu, host = (list(values) for values in take(rule.min_samples))
     if rule.max_noise is None:
-        return _ended(gpu, host, "min_samples")
+        return Sampled.kept(gpu, host, "min_samples")
     while True:
-        figure = noise(_kept(gpu, host) or host)
+        quiet = Sampled.kept(gpu, host, "noise")  # what ends here if the noise is low enough
+        figure = noise(quiet.judged)
         if figure is not None and figure <= rule.max_noise:
-            return _ended(gpu, host, "noise")
+            return quiet
         count = max(len(gpu), len(host))
         if count >= rule.max_samples:
-            return _ended(gpu, host, "max_samples")
+            return Sampled.kept(gpu, host, "max_samples")
         elapsed = clock() - start
         remaining = rule.max_time_s - elapsed
         if remaining <= 0:
-            return _ended(gpu, host, "max_time")
+            return Sampled.kept(gpu, host, "max_time")
         affordable = int(remaining * count / elapsed) if elapsed > 0 else count
         more_gpu, more_host = take(max(1, min(count // 2 + 1, affordable, rule.max_samples - count)))
         gpu += more_gpu
@@ -109,16 +117,6 @@ def resolved(gpu_ns: Sequence[float]) -> bool:
     """Whether GPU samples measure anything: a median of zero means spans shorter than the timestamps' resolution
     (Dawn rounds its timestamps, and a tiny dispatch reads 0 ns)."""
     return len(gpu_ns) > 0 and float(np.median(np.asarray(gpu_ns, np.float64))) > 0
-
-
-def _kept(gpu: list[float], host: list[float]) -> list[float]:
-    """The GPU samples a row keeps: none where they are below the timestamps' resolution and there are host times,
-    so that the row is rated, judged and compared on its host times as on an adapter without timestamps."""
-    return gpu if resolved(gpu) or not host else []
-
-
-def _ended(gpu: list[float], host: list[float], stopped_on: str) -> Sampled:
-    return Sampled(_kept(gpu, host), host, stopped_on)
 
 
 # ------------------------------------------------------------------------------------------ comparing two runs

@@ -238,8 +238,8 @@ TIMED_KEYS = ("iterations", "stopped_on", "gpu_median_ns", "gpu_min_ns", "gpu_ma
 
 
 def _rate(moved: int, fields: dict) -> dict:
-    """GB/s from the GPU time, or from host time where the adapter gives none (or none above its resolution)."""
-    if fields["gpu_median_ns"]:
+    """GB/s from the GPU time, or from host time where the row keeps none (Sampled.kept)."""
+    if fields["gpu_median_ns"] is not None:
         return {"gbps": moved / fields["gpu_median_ns"], "gbps_basis": "gpu"}
     return {"gbps": moved / fields["host_median_ns"], "gbps_basis": "host"}
 
@@ -493,7 +493,7 @@ def _pooled_timing(entries: list[dict]) -> dict:
     """The timing keys and GB/s of a row (or the WGSL copy) from the samples of several runs: GPU samples where
     every run has some."""
     gpu = [t for e in entries for t in e["gpu_samples_ns"] or []] if all(e["gpu_samples_ns"] for e in entries) else []
-    fields = timed_fields(Sampled(gpu, [t for e in entries for t in e["host_samples_ns"]], _ended(entries)))
+    fields = timed_fields(Sampled.kept(gpu, [t for e in entries for t in e["host_samples_ns"]], _ended(entries)))
     return {**fields, **_rate(entries[0]["bytes"], fields)}
 
 
