@@ -99,12 +99,15 @@ CALLS_TOPIC = "gpuops-dask-scaling-calls"  # the task-stream run's gpuops calls,
 
 
 def modulus_floor_pair_logged(pair: np.ndarray) -> np.ndarray:
-    """modulus_floor_pair, with the gpuops call's own start and stop (this host's clock, as the task stream's)
-    logged to the scheduler under CALLS_TOPIC: the task stream's compute holds the call and what Dask does around
-    it on the worker's thread."""
-    start = time.time()
+    """modulus_floor_pair, with the gpuops call's own start and stop (this host's clock) logged to the scheduler
+    under CALLS_TOPIC, with the task's key and the worker's estimate of the scheduler clock's lead at the time (what
+    the worker adds to the task's reported times): the task stream's compute holds the call and what Dask does
+    around it on the worker's thread."""
+    worker = distributed.get_worker()
+    delay, start = worker.scheduler_delay, time.time()
     result = modulus_floor_pair(pair)
-    distributed.get_worker().log_event(CALLS_TOPIC, {"start": start, "stop": time.time()})
+    worker.log_event(CALLS_TOPIC, {"key": str(worker.get_current_task()), "start": start, "stop": time.time(),
+                                   "delay": delay})
     return result
 
 
@@ -211,25 +214,34 @@ def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], 
     """Where a run's wall time (`started` to `ended`, this host's clock, as the workers' are) went on the workers,
     from Dask's task stream: each task's compute, the time before the first task started, from the first start to
     the last stop, and after it (the results reported and the persist's wait answered); and from the tasks' logged
-    calls (`calls`, each {"start", "stop"}), each gpuops call's own time and each compute's time outside its call
-    (Dask's work on the worker's thread before and after the function). A worker reports its times plus its
-    estimate of the scheduler clock's lead (`delays`, by worker address), which on one host is noise: taken off."""
-    computes = sorted((part["start"] - delay, part["stop"] - delay)
-                      for task in tasks for delay in [delays.get(task["worker"], 0.0)]
-                      for part in task["startstops"] if part["action"] == "compute")
+    calls (`calls`, each {"key", "start", "stop", "delay"}), each gpuops call's own time and each compute's time
+    outside its call (Dask's work on the worker's thread before and after the function). A worker reports its times
+    plus its estimate of the scheduler clock's lead, which on one host is noise and changes with each heartbeat:
+    taken off, as the task's call logged it, or for a task without one as its worker gives it now (`delays`, by
+    worker address)."""
+    logged = {call["key"]: call for call in calls}
+    computes = {}  # key: (start, stop), this host's clock
+    for task in tasks:
+        key = str(task["key"])  # (as the call logged it)
+        delay = logged[key]["delay"] if key in logged else delays.get(task["worker"], 0.0)
+        for part in task["startstops"]:
+            if part["action"] == "compute":
+                computes[key] = (part["start"] - delay, part["stop"] - delay)
     row = {"wall_s": ended - started, "tasks": len(computes),
            "other_actions": sorted({part["action"] for task in tasks for part in task["startstops"]} - {"compute"})}
     if computes:
-        first, last = computes[0][0], max(stop for _, stop in computes)
-        row.update(compute_s=[stop - start for start, stop in computes], before_first_task_s=first - started,
+        spans = sorted(computes.values())
+        first, last = spans[0][0], max(stop for _, stop in spans)
+        row.update(compute_s=[stop - start for start, stop in spans], before_first_task_s=first - started,
                    tasks_span_s=last - first, after_last_task_s=ended - last)
-    spans = sorted((call["start"], call["stop"]) for call in calls)
-    inside = [next(((c_start, c_stop) for c_start, c_stop in computes if c_start <= start and stop <= c_stop), None)
-              for start, stop in spans]
-    if spans and None not in inside:
-        row.update(call_s=[stop - start for start, stop in spans],
+    matched = sorted((computes[key], (call["start"], call["stop"])) for key, call in logged.items() if key in computes
+                     and computes[key][0] <= call["start"] <= call["stop"] <= computes[key][1])
+    if logged and len(matched) == len(logged) == len(computes):
+        row.update(call_s=[stop - start for _, (start, stop) in matched],
                    outside_call_s=[(c_stop - c_start) - (stop - start)
-                                   for (c_start, c_stop), (start, stop) in zip(inside, spans)])
+                                   for (c_start, c_stop), (start, stop) in matched])
+    else:
+        row["calls_unmatched"] = len(computes) - len(matched)
     return row
 
 
@@ -544,6 +556,8 @@ def report(document: dict) -> None:
             if "call_s" in stream:
                 print(f"  the gpuops calls in those tasks {', '.join(f'{t:.4f}' for t in stream['call_s'])} s; each "
                       f"compute outside its call {', '.join(f'{t:.4f}' for t in stream['outside_call_s'])} s")
+            else:
+                print(f"  {stream['calls_unmatched']} tasks without their logged gpuops call inside their compute")
     for row in document.get("memory", []):
         print(f"memory: {row['processes']} processes copying: pre-touched {row['pretouched_gb_per_s']:.1f} GB/s, "
               f"new {row['new_gb_per_s']:.1f} GB/s")

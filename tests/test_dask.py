@@ -258,6 +258,7 @@ def test_the_scaling_benchmark_splits_a_run_into_scheduling_tasks_and_calls(clie
         del sys.modules[spec.name]
     stream = row["task_stream"]
     assert row["exact"] and row["chunks"] == stream["tasks"] == 4
+    assert "calls_unmatched" not in stream, stream
     assert len(stream["call_s"]) == len(stream["outside_call_s"]) == 4
     assert all(call > 0 for call in stream["call_s"]) and all(rest >= 0 for rest in stream["outside_call_s"])
     assert stream["before_first_task_s"] >= 0 and stream["after_last_task_s"] >= 0
