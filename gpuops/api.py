@@ -22,7 +22,7 @@ about twice the packed bytes and saves the host copy, and small arrays are domin
 A call is one submission: the host inputs' bytes go into pooled device buffers (gpuops/pool.py), the kernels run,
 the output is copied into a pooled staging buffer, which is mapped and copied once into the result (or straight
 into out=). What a call's operand types and layouts decide (NumPy's loop, the broadcast shape, which operands are
-converted or gathered, the compiled operator, the output's strides) is kept per device as a _Call for the next call
+converted or gathered, the prepared operator, the output's strides) is kept per device as a _Call for the next call
 with the same ones, so that a repeated call checks only what its values decide; the binding tables of pooled buffers
 are kept too, so a repeated call allocates nothing on the device.
 
@@ -46,7 +46,7 @@ import numpy as np
 
 from . import fperrors
 from .arrays import UFUNC_FUNCTIONS, DeviceArray, empty_in_order, host_bytes, layout_stand_in
-from .device import CompiledOperator, Device, default_device
+from .device import Device, PreparedOperator, default_device
 from .enums import DataType, FeatureLevel, IsInfinityMode
 from .errors import CastingError, DeviceError, ValidationError, shown
 from .layout import coalesce
@@ -55,7 +55,7 @@ from .operators import OperatorSpec, spec_by_name
 from .pool import FLAG_BYTES, STORAGE, ReadBack, fill_upload, pool_of, start_read_back, upload, uploads_mapped
 from .tensor import TensorDesc, packed_strides
 
-MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a compiled operator and tuples
+MAX_CALLS = 1024  # operand combinations whose _Call a device keeps (LRU): each holds a prepared operator and tuples
 GATHER_SLACK_BYTES = 64 * 1024  # see the module docstring: spans up to 2 x the elements' bytes + this run as they lie
 # Host calls whose elements take more than this many bytes in their widest type run in pieces of at most this size
 # (DispatchPolicy.stream_bytes overrides it), STREAM_DEPTH of them under way at once (see _stream).
@@ -633,11 +633,11 @@ def _output_strides(views: list[np.ndarray], shape: tuple[int, ...]) -> tuple[in
 
 @dataclass(frozen=True)
 class _CallPlan:
-    """What a call's layout decides on the GPU side (part of its _Call): the compiled operator, the output's
+    """What a call's layout decides on the GPU side (part of its _Call): the prepared operator, the output's
     element strides over the work shape and the flipped axes, per input where its uploaded bytes start from its
     data pointer and how many there are (None for a device array), and how the output buffer is read back."""
 
-    compiled: CompiledOperator
+    operator: PreparedOperator  # (the call holds its Device: see PreparedOperator)
     out_strides: tuple[int, ...]
     flips: tuple[int, ...]
     starts: tuple[int | None, ...]
@@ -686,7 +686,7 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
     types = [data_type] * len(views) + [output_type]
     tensors = [TensorDesc(t, sizes, s) for t, s in zip(types, strides)]
     desc = spec.desc_type(**dict(zip(spec.tensor_fields, tensors)), **extra)
-    compiled = device.compile(desc, feature_level=level)
+    operator = device.prepare(desc, feature_level=level)
     out_size = -(-tensors[-1].total_tensor_size_in_bytes // 16) * 16
     starts, spans = [], []
     for index, (array, view, device_array) in enumerate(zip(arrays, views, on_device)):
@@ -703,7 +703,7 @@ def _make_plan(spec: OperatorSpec, device: Device, level: FeatureLevel, arrays: 
                           f"at most {device.max_buffer_size} bytes in one buffer")
     whole = tuple(start == 0 and index not in copied and span == array.nbytes and array.flags.c_contiguous
                   for index, (array, start, span) in enumerate(zip(arrays, starts, spans)))
-    plan = _CallPlan(compiled, tuple(out_strides), flips, tuple(starts), tuple(spans), whole, out_size,
+    plan = _CallPlan(operator, tuple(out_strides), flips, tuple(starts), tuple(spans), whole, out_size,
                      tuple(out_strides) == packed_strides(work_shape), order, work_shape, output_type.numpy_dtype,
                      tuple(s * output_type.size for s in out_strides))
     return plan, {index: views[index] for index in copied}
@@ -719,11 +719,11 @@ def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndar
     (and the kernel's error flag word after it), whose mapping is begun."""
     pool = device.pool
     plan, shape, to_device = call.plan, call.shape, call.to_device
-    compiled = plan.compiled
+    operator = plan.operator
     # The caller's buffers (device arrays, out=), checked before recording and again at the submit: destroyed or
     # mapped since they were bound. This call's pooled buffers are gpuops' alone: nothing else can have destroyed
     # or mapped them.
-    uses = [(compiled.refused_as, name, value.buffer) for name, value in zip(spec.tensor_fields, (*arrays, out))
+    uses = [(operator.refused_as, name, value.buffer) for name, value in zip(spec.tensor_fields, (*arrays, out))
             if type(value) is DeviceArray] if to_device or _DEVICE in call.kinds else []
     temporaries: list = []  # the pool's buffers this call gives back when done
     try:
@@ -751,7 +751,7 @@ def _start(spec: OperatorSpec, device: Device, call: _Call, arrays: list[np.ndar
                     flags = pool.flag_word(device)
                 encoder.clear_buffer(flags, 0, FLAG_BYTES)
             try:
-                table = pool.table(compiled, tuple(regions), cached, flags)
+                table = pool.table(operator, tuple(regions), cached, flags)
             except ValidationError as exc:  # device arrays bound as the operator refuses (out overlapping an input)
                 raise ValidationError(f"gpuops.{spec.numpy_name}: {exc}") from None
             device.check_uses(uses)

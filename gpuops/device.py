@@ -6,6 +6,7 @@ import contextlib
 import functools
 import threading
 import time
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -143,7 +144,11 @@ class Device:
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
         self._plan_cache = _PlanCache()
         self._plans = self._plan_cache.plans  # (compiled operator, each buffer's watch key, offset, size) -> dispatches
-        self._compiled: OrderedDict[tuple[object, FeatureLevel], CompiledOperator] = OrderedDict()
+        # The prepared operators (LRU), and the CompiledOperators handed out and still held somewhere (weakly: each
+        # holds this Device, which must not hold it back, see PreparedOperator).
+        self._prepared: OrderedDict[tuple[object, FeatureLevel], PreparedOperator] = OrderedDict()
+        self._handed_out: weakref.WeakValueDictionary[tuple[object, FeatureLevel], CompiledOperator] = \
+            weakref.WeakValueDictionary()
         self.pool = BufferPool()  # the NumPy-level functions' buffers and binding tables, and read-back staging
         self.host_copies = HostCopier()  # this device's own threads for large host copies (no other device waits)
 
@@ -166,24 +171,36 @@ class Device:
         return backend_name(self.wgpu)
 
     def compile(self, desc: object, feature_level: FeatureLevel | str | int | None = None) -> CompiledOperator:
-        """Validate `desc` at the feature level (the device's by default) and prepare its dispatch (cached)."""
+        """Validate `desc` at the feature level (the device's by default) and prepare its dispatch (cached: the same
+        description and level give the same CompiledOperator while one is held)."""
+        prepared = self.prepare(desc, feature_level)
+        key = (desc, prepared.feature_level)
+        with self.lock:
+            compiled = self._handed_out.get(key)
+            if compiled is None or compiled.prepared is not prepared:
+                compiled = self._handed_out[key] = CompiledOperator(self, prepared)
+        return compiled
+
+    def prepare(self, desc: object, feature_level: FeatureLevel | str | int | None = None) -> PreparedOperator:
+        """compile()'s work without the handle: the PreparedOperator the device keeps for `desc` at the level, for
+        callers that hold this Device themselves as long as they use it (the NumPy-level functions)."""
         try:
             level = self.feature_level if feature_level is None else FeatureLevel.parse(feature_level)
         except ValueError as exc:
             raise ValidationError(str(exc)) from None
         key = (desc, level)
         with self.lock:
-            compiled = self._compiled.get(key)
-            if compiled is None:
+            prepared = self._prepared.get(key)
+            if prepared is None:
                 validate(desc, level)
-                compiled = self._compiled[key] = CompiledOperator(self, desc)
-                while len(self._compiled) > COMPILED_CACHE_SIZE:
-                    self._compiled.popitem(last=False)
+                prepared = self._prepared[key] = PreparedOperator(self, desc, level)
+                while len(self._prepared) > COMPILED_CACHE_SIZE:
+                    self._prepared.popitem(last=False)
             else:
-                self._compiled.move_to_end(key)
-        if compiled.spec.type_policy(compiled.tensors[0].data_type).pack_rounding:
+                self._prepared.move_to_end(key)
+        if prepared.spec.type_policy(prepared.tensors[0].data_type).pack_rounding:
             self.probe_pack_rounding()  # now, outside the lock: planning asks for it under the lock
-        return compiled
+        return prepared
 
     def batch(self) -> Batch:
         """Many executions recorded into one command encoder and submitted once (see Batch)."""
@@ -436,11 +453,11 @@ class BindingTable:
     `compiled.execute(table)`) without looking anything up. Made by `CompiledOperator.bind`. It keeps its bind
     groups (and so its buffers) alive for as long as it lives, outside the device's bounded plan cache."""
 
-    __slots__ = ("compiled", "bindings", "_dispatches")
+    __slots__ = ("prepared", "bindings", "_dispatches")
 
-    def __init__(self, compiled: CompiledOperator, bindings: Mapping[str, Binding],
+    def __init__(self, prepared: PreparedOperator, bindings: Mapping[str, Binding],
                  dispatches: tuple[_Dispatch, ...]):
-        self.compiled = compiled
+        self.prepared = prepared  # (not the CompiledOperator: the device's own caches keep tables too)
         self.bindings = dict(bindings)  # a copy: the table stands for the bindings it was validated with
         self._dispatches = dispatches
 
@@ -454,24 +471,45 @@ class BindingTable:
 
 
 class CompiledOperator:
-    """A validated operator description, ready to record against bindings (DirectML's compiled operator)."""
+    """A validated operator description, ready to record against bindings (DirectML's compiled operator): its
+    Device's PreparedOperator for the description, and the Device itself, which it keeps alive."""
 
-    def __init__(self, device: Device, desc: object):
+    __slots__ = ("device", "prepared", "__weakref__")
+
+    def __init__(self, device: Device, prepared: PreparedOperator):
         self.device = device
-        self.desc = desc
-        self.spec: OperatorSpec = spec_of(desc)
-        self.tensor_fields: tuple[str, ...] = self.spec.tensor_fields
-        self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
-        self.refused_as = f"DML_OPERATOR_{self.spec.name}"  # how binding refusals name the operator
+        self.prepared = prepared
+
+    @property
+    def desc(self) -> object:
+        return self.prepared.desc
+
+    @property
+    def spec(self) -> OperatorSpec:
+        return self.prepared.spec
+
+    @property
+    def tensor_fields(self) -> tuple[str, ...]:
+        return self.prepared.tensor_fields
+
+    @property
+    def tensors(self) -> tuple[TensorDesc, ...]:
+        return self.prepared.tensors
+
+    @property
+    def operation(self) -> Operation:
+        return self.prepared.operation
+
+    @property
+    def loop_request(self) -> LoopRequest:
+        return self.prepared.loop_request
 
     def bind(self, bindings: Mapping[str, Binding], *, element_offsets: bool = False) -> BindingTable:
         """Validate `bindings` and prepare their dispatches now, for recording many times (DML's
         IDMLBindingTable); a refused binding raises here. `element_offsets` is gpuops' extension beyond DirectML's
         rule (offsets that are multiples of 16), for views of device arrays: each offset need only be a whole
         number of its tensor's elements (see validation.validate_bindings)."""
-        with self.device.lock:
-            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
-                                                                  element_offsets=element_offsets))
+        return self.prepared.bind(bindings, element_offsets=element_offsets)
 
     def bind_with_error_flags(self, bindings: Mapping[str, Binding], flags: Binding, *,
                               element_offsets: bool = False) -> BindingTable:
@@ -479,19 +517,75 @@ class CompiledOperator:
         at a multiple of the adapter's storage offset alignment; kernel.Operation.error_flags), for an operator whose
         row has error_flags. For the NumPy-level functions, which clear the word and read it back with the result:
         not part of DirectML's API."""
+        return self.prepared.bind_with_error_flags(bindings, flags, element_offsets=element_offsets)
+
+    def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
+        """Run once on the device's queue."""
+        self.prepared.execute(bindings)
+
+    def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding] | BindingTable,
+               timestamp_writes: dict | None = None) -> None:
+        """Record the work into a caller's command encoder (one compute pass); the caller submits it.
+
+        Everything is validated first: a refused binding records nothing, and so does a buffer destroyed or
+        mapped now (keep it alive and unmapped until the caller's submit). `timestamp_writes` is passed to the
+        compute pass as is (GPU timing)."""
+        self.prepared.record(encoder, bindings, timestamp_writes)
+
+    def dispatch_plans(self, bindings: Mapping[str, Binding], *, error_flags: bool = False
+                       ) -> tuple[DispatchPlan, ...]:
+        """The kernels that would run for these bindings (validated first): keys, grids, windows, uniforms; with
+        `error_flags`, those of bind_with_error_flags. Pure planning: nothing is created on the device (but the
+        pack2x16float probe, once, where a kernel needs it)."""
+        return self.prepared.dispatch_plans(bindings, error_flags=error_flags)
+
+    def kernels(self, bindings: Mapping[str, Binding], *, error_flags: bool = False) -> tuple[shaders.Kernel, ...]:
+        """The exact kernels these bindings would run, in order (with `error_flags`, bind_with_error_flags'): each
+        one's key, grid and full WGSL text (whose head names every key field). Nothing is compiled or dispatched."""
+        return self.prepared.kernels(bindings, error_flags=error_flags)
+
+
+class PreparedOperator:
+    """What a CompiledOperator runs, and what its Device keeps of it: the validated description at a feature
+    level, its operation, and the dispatch plans of its bindings. It refers to its Device weakly: the Device's
+    caches keep PreparedOperators (and binding tables and plans made from them), and a strong reference back
+    would make each used Device a reference cycle, released only by Python's cycle collector, at some later
+    allocation on whatever thread makes it (holding GPU memory until then, and on OpenGL taking the adapter's one
+    context from under other threads). Whoever calls one holds the Device: a CompiledOperator, or a NumPy-level
+    call."""
+
+    def __init__(self, device: Device, desc: object, feature_level: FeatureLevel):
+        self._device = weakref.ref(device)
+        self.desc = desc
+        self.feature_level = feature_level
+        self.spec: OperatorSpec = spec_of(desc)
+        self.tensor_fields: tuple[str, ...] = self.spec.tensor_fields
+        self.tensors: tuple[TensorDesc, ...] = tuple(getattr(desc, name) for name in self.tensor_fields)
+        self.refused_as = f"DML_OPERATOR_{self.spec.name}"  # how binding refusals name the operator
+
+    @property
+    def device(self) -> Device:
+        device = self._device()
+        if device is None:  # (every caller holds the Device: see the class's docstring)
+            raise GpuOpsError(f"{self.spec.name}: its gpuops.Device was released; compile it on a live Device")
+        return device
+
+    def bind(self, bindings: Mapping[str, Binding], *, element_offsets: bool = False) -> BindingTable:
+        """CompiledOperator.bind's work."""
+        with self.device.lock:
+            return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
+                                                                  element_offsets=element_offsets))
+
+    def bind_with_error_flags(self, bindings: Mapping[str, Binding], flags: Binding, *,
+                              element_offsets: bool = False) -> BindingTable:
+        """CompiledOperator.bind_with_error_flags's work."""
         with self.device.lock:
             return BindingTable(self, bindings, self._plan_locked(bindings, cache=False,
                                                                   element_offsets=element_offsets, flags=flags))
 
     def execute(self, bindings: Mapping[str, Binding] | BindingTable) -> None:
-        """Run once on the device's queue."""
+        """CompiledOperator.execute's work."""
         self._execute(bindings, cache=True)
-
-    def _execute_uncached(self, bindings: Mapping[str, Binding]) -> None:
-        """execute() without the device's plan cache: the dispatches (bind groups, uniform buffers) are made for
-        this one execution and dropped after it, and no cached plan is evicted. For bindings that will not be
-        executed again, such as the NumPy-level functions' own buffers."""
-        self._execute(bindings, cache=False)
 
     def _execute(self, bindings: Mapping[str, Binding] | BindingTable, cache: bool) -> None:
         device = self.device
@@ -508,11 +602,7 @@ class CompiledOperator:
 
     def record(self, encoder: wgpu.GPUCommandEncoder, bindings: Mapping[str, Binding] | BindingTable,
                timestamp_writes: dict | None = None) -> None:
-        """Record the work into a caller's command encoder (one compute pass); the caller submits it.
-
-        Everything is validated first: a refused binding records nothing, and so does a buffer destroyed or
-        mapped now (keep it alive and unmapped until the caller's submit). `timestamp_writes` is passed to the
-        compute pass as is (GPU timing)."""
+        """CompiledOperator.record's work."""
         device = self.device
         if not isinstance(encoder, device.wgpu.GPUCommandEncoder):
             raise ValidationError(f"{self.spec.name}: record: encoder {shown(encoder)} ({type(encoder).__name__}) "
@@ -552,9 +642,9 @@ class CompiledOperator:
         as bind's, never cached (the plan cache's keys stand for bindings that DirectML's rules accepted); `flags`:
         the error flags' word (bind_with_error_flags), never with the cache."""
         if type(bindings) is BindingTable:
-            if bindings.compiled is not self:
+            if bindings.prepared is not self:
                 raise ValidationError(f"{self.spec.name}: this binding table was made by another compiled operator "
-                                      f"({bindings.compiled.spec.name}); make one with this operator's bind()")
+                                      f"({bindings.prepared.spec.name}); make one with this operator's bind()")
             return bindings._dispatches
         plans = self.device._plan_cache
         cache = cache and not element_offsets
@@ -600,15 +690,12 @@ class CompiledOperator:
 
     def dispatch_plans(self, bindings: Mapping[str, Binding], *, error_flags: bool = False
                        ) -> tuple[DispatchPlan, ...]:
-        """The kernels that would run for these bindings (validated first): keys, grids, windows, uniforms; with
-        `error_flags`, those of bind_with_error_flags. Pure planning: nothing is created on the device (but the
-        pack2x16float probe, once, where a kernel needs it)."""
+        """CompiledOperator.dispatch_plans's work."""
         validate_bindings(self.spec, self.desc, bindings, self.device)
         return self._dispatch_plans(bindings, error_flags)
 
     def kernels(self, bindings: Mapping[str, Binding], *, error_flags: bool = False) -> tuple[shaders.Kernel, ...]:
-        """The exact kernels these bindings would run, in order (with `error_flags`, bind_with_error_flags'): each
-        one's key, grid and full WGSL text (whose head names every key field). Nothing is compiled or dispatched."""
+        """CompiledOperator.kernels's work."""
         return tuple(shaders.Kernel(plan.key, plan.grid_size, shader_source(plan.key))
                      for plan in self.dispatch_plans(bindings, error_flags=error_flags))
 
@@ -814,9 +901,10 @@ class Batch:
         with device.lock:
             if device._watch.lost is not None:
                 raise device.lost_error(compiled.spec.name, "recording into a batch")
-            dispatches = compiled._plan_locked(bindings)  # validated before anything is recorded
+            prepared = compiled.prepared
+            dispatches = prepared._plan_locked(bindings)  # validated before anything is recorded
             uses = self._uses
-            new = [use for use in compiled._uses(bindings) if id(use[2]) not in uses]
+            new = [use for use in prepared._uses(bindings) if id(use[2]) not in uses]
             if new:
                 device.check_uses(new)
                 for use in new:

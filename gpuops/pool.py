@@ -82,7 +82,7 @@ class OwningDevice(Protocol):
 
 
 class BindableOperator(Protocol):
-    """What the pool's binding tables use of a compiled operator (device.py's CompiledOperator)."""
+    """What the pool's binding tables use of an operator (device.py's PreparedOperator)."""
 
     tensor_fields: tuple[str, ...]
 
@@ -231,24 +231,24 @@ class BufferPool:
             self._idle_bytes -= buffer.size
             self._destroy(buffer)
 
-    def table(self, compiled: BindableOperator, regions: tuple[tuple[object, int, int], ...],
+    def table(self, operator: BindableOperator, regions: tuple[tuple[object, int, int], ...],
               cached: bool, flags=None) -> RecordableTable:
-        """The binding table of `compiled` on `regions` ((buffer, offset, size) per tensor, in the order of
-        compiled.tensor_fields; an offset may be any whole number of the tensor's elements), remembered when
+        """The binding table of `operator` on `regions` ((buffer, offset, size) per tensor, in the order of
+        operator.tensor_fields; an offset may be any whole number of the tensor's elements), remembered when
         `cached` (every buffer the pool's or a pooled DeviceArray's: a caller's buffer is never kept alive by the
         pool). `flags`: a pooled buffer whose first word takes the kernels' error flags
         (CompiledOperator.bind_with_error_flags)."""
         if flags is not None:
             regions += ((flags, 0, FLAG_BYTES),)
-        key = (compiled,) + regions
+        key = (operator,) + regions
         table = self._tables.get(key) if cached else None
         if table is not None:
             self._tables.move_to_end(key)
             return table
-        bindings = {name: Binding(*region) for name, region in zip(compiled.tensor_fields, regions)}
+        bindings = {name: Binding(*region) for name, region in zip(operator.tensor_fields, regions)}
         # element_offsets: device-array views start at any whole element
-        table = (compiled.bind(bindings, element_offsets=True) if flags is None
-                 else compiled.bind_with_error_flags(bindings, Binding(flags), element_offsets=True))
+        table = (operator.bind(bindings, element_offsets=True) if flags is None
+                 else operator.bind_with_error_flags(bindings, Binding(flags), element_offsets=True))
         if not cached:
             return table
         self._tables[key] = table

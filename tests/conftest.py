@@ -25,8 +25,8 @@ def device(request) -> gpuops.Device:
 @pytest.fixture
 def dropped_devices_released() -> None:
     """For tests that run one device from several threads: every Device an earlier test dropped is released first.
-    A used Device and its compiled operators refer to each other, so Python's cycle collector frees its WebGPU
-    device at some later allocation, on whichever thread makes it. On wgpu-native's OpenGL backend that release
+    wgpu-py's GPUDevice refers to itself, so Python's cycle collector frees a WebGPU device at some later
+    allocation, on whichever thread makes it. On wgpu-native's OpenGL backend that release
     waits for the adapter's one GL context, and wgpu aborts the process when such a wait passes one second, as it
     can while other threads compile kernels on a busy software adapter."""
     gc.collect()

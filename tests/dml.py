@@ -33,8 +33,8 @@ def made_plans(monkeypatch) -> list:
     """Every plan (a tuple of dispatches) made from now on, in order: a cached plan lives no longer than its
     buffers, so tests look at the plans made rather than at the device's cache."""
     plans = []
-    make = gpuops.CompiledOperator._make_plan
-    monkeypatch.setattr(gpuops.CompiledOperator, "_make_plan",
+    make = gpuops.device.PreparedOperator._make_plan
+    monkeypatch.setattr(gpuops.device.PreparedOperator, "_make_plan",
                         lambda self, *args: plans.append(make(self, *args)) or plans[-1])
     return plans
 

@@ -390,7 +390,7 @@ def test_binding_table_records_like_its_bindings_without_a_lookup(device, monkey
     outs = [device.wgpu_device.create_buffer(size=256, usage=USAGE) for _ in range(3)]
     tables = [mod.bind({"a_tensor": Binding(a), "b_tensor": Binding(b), "output_tensor": Binding(out)}) for out in outs]
     in_place = sign.bind({"input_tensor": Binding(outs[0]), "output_tensor": Binding(outs[0])})
-    assert isinstance(tables[0], gpuops.BindingTable) and tables[0].compiled is mod
+    assert isinstance(tables[0], gpuops.BindingTable) and tables[0].prepared is mod.prepared
     for n in range(4):  # evict every plan from the device's cache
         sign.execute({"input_tensor": Binding(a), "output_tensor": Binding(outs[n % 3])})
     created = []
@@ -398,7 +398,7 @@ def test_binding_table_records_like_its_bindings_without_a_lookup(device, monkey
         original = getattr(device.wgpu_device, method)
         monkeypatch.setattr(device.wgpu_device, method,
                             lambda *args, _m=method, _o=original, **kw: created.append(_m) or _o(*args, **kw))
-    monkeypatch.setattr(gpuops.CompiledOperator, "_plan_key", lambda self, bindings: pytest.fail("looked up"))
+    monkeypatch.setattr(gpuops.device.PreparedOperator, "_plan_key", lambda self, bindings: pytest.fail("looked up"))
     with device.batch() as batch:
         batch.record(mod, tables[0])
         batch.record(sign, in_place)  # reads mod's output
@@ -458,7 +458,7 @@ def test_caches_are_bounded(device, monkeypatch):
     assert len(fresh._plans) == 0
     for n in range(1, 10):
         fresh.compile(make_desc(SIGN, None, DataType.UINT8, DataType.UINT8, (n,)))
-    assert len(fresh._compiled) == 5
+    assert len(fresh._prepared) == 5
 
 
 def test_one_device_from_eight_threads(device, dropped_devices_released):

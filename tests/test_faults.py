@@ -359,6 +359,39 @@ def test_dead_plans_are_dropped(device):
     assert all(kept not in key for key in fresh._plans)  # keys hold no buffer
 
 
+def test_a_dropped_device_is_released_at_once(device):
+    """A Device refers to nothing that refers back to it (its caches keep operators that refer to it weakly), so
+    dropping the last reference releases it with its caches and pooled buffers, without the cycle collector; a
+    CompiledOperator kept keeps its Device alive and working."""
+    gc.collect()
+    gc.disable()
+    try:
+        fresh = device_with(device)
+        released, pool = weakref.ref(fresh), weakref.ref(fresh.pool)
+        x = np.float32([1.5, -2, 0, np.inf])
+        with np.errstate(all="ignore"):  # (the reporting kernels too)
+            gpuops.modulus_floor(x, np.float32(0.75), device=fresh)
+        gpuops.sign(np.int8([3, -3]), device=fresh)
+        on_device = gpuops.asarray(x, device=fresh)
+        np.remainder(np.sign(on_device[1:]), 3).numpy()
+        f32 = TensorDesc(DataType.FLOAT32, (4,))
+        sign = fresh.compile(SignDesc(f32, f32))
+        buffer = device.wgpu_device.create_buffer_with_data(data=x, usage=USAGE)
+        bindings = {"input_tensor": Binding(buffer), "output_tensor": Binding(buffer)}
+        table = sign.bind(bindings)
+        sign.execute(bindings)
+        with fresh.batch() as batch:
+            batch.record(sign, table)
+        del fresh, on_device, batch
+        assert released() is not None  # (the compiled operator holds it)
+        sign.execute(table)
+        assert np.frombuffer(device.read_buffer(buffer), np.float32).tolist() == [1, -1, 0, 1]
+        del sign, table
+        assert released() is None and pool() is None
+    finally:
+        gc.enable()
+
+
 # 4. The pipeline cache is bounded; what it evicts is freed unless something still uses it.
 
 def test_pipeline_cache_is_bounded(device, monkeypatch):
@@ -383,26 +416,7 @@ def test_pipeline_cache_is_bounded(device, monkeypatch):
     assert np.frombuffer(device.read_buffer(out), np.float32).tolist() == [-1, 0, 1, -1]
 
 
-# 5. One-shot executions leave the plan cache alone.
-
-def test_uncached_execution_keeps_the_plan_cache(device, monkeypatch):
-    monkeypatch.setattr(gpuops.device, "PLAN_CACHE_SIZE", 3)
-    fresh = device_with(device)
-    f32 = TensorDesc(DataType.FLOAT32, (4,))
-    sign = fresh.compile(SignDesc(f32, f32))
-    kept = [device.wgpu_device.create_buffer(size=16, usage=USAGE) for _ in range(3)]
-    for buffer in kept:
-        sign.execute({"input_tensor": Binding(buffer), "output_tensor": Binding(buffer)})
-    keys = list(fresh._plans)
-    for n in range(6):
-        x = device.wgpu_device.create_buffer_with_data(data=np.float32([n, -n, 0, -1]), usage=USAGE)
-        out = device.wgpu_device.create_buffer(size=16, usage=USAGE)
-        sign._execute_uncached({"input_tensor": Binding(x), "output_tensor": Binding(out)})
-        assert np.frombuffer(fresh.read_buffer(out), np.float32).tolist() == [min(n, 1), -min(n, 1), 0, -1]
-        assert list(fresh._plans) == keys
-
-
-# 6. DeviceError carries wgpu's own cause, not only its first line.
+# 5. DeviceError carries wgpu's own cause, not only its first line.
 
 def test_device_errors_carry_wgpus_cause(device):
     sign = device.compile(SignDesc(TensorDesc(DataType.FLOAT32, (4,)), TensorDesc(DataType.FLOAT32, (4,))))
@@ -418,7 +432,7 @@ def test_device_errors_carry_wgpus_cause(device):
     assert "ELEMENT_WISE_SIGN" in text and step in text and "destroyed" in text, text
 
 
-# 7. Device loss and wrong arguments: gpuops errors only.
+# 6. Device loss and wrong arguments: gpuops errors only.
 
 def test_a_loss_gpuops_did_not_see_gives_device_errors():
     run_script("""
