@@ -1,10 +1,13 @@
 """How long a timestamp tick is on this adapter: measured, not assumed.
 
 wgpu-native returns timestamp queries as raw ticks. On NVIDIA and lavapipe one tick has been one nanosecond, but
-nothing guarantees that elsewhere, so every benchmark run checks it: one compute pass of many copy dispatches is
-timed both with timestamps and with the host clock (submit to completion), at two lengths. The slope of host time
-over ticks is the tick length with the fixed submit cost cancelled out. Within 5% of 1 we keep exactly 1 ns per
-tick (the difference is host noise); otherwise the measured length is used and the JSON says so.
+nothing guarantees that elsewhere, so every benchmark run checks it: a compute pass of many copy dispatches is timed
+both with timestamps and with the host clock (submit to completion), twice, with as many dispatches each time and
+copies four times larger the second time. The slope of host time over ticks is the tick length with the host's
+fixed costs cancelled out: the submit's, and each dispatch's (Dawn translates the pass inside submit, about a
+microsecond of host time per dispatch, which a slope over dispatch counts would take for GPU time). Within 5% of 1
+we keep exactly 1 ns per tick (the difference is host noise); otherwise the measured length is used and the JSON
+says so.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from ..device import Device
 from .timing import CopyKernel, GpuTimer
 
 TOLERANCE = 0.05  # a measured ns-per-tick within 5% of 1 is taken as exactly 1
-TARGET_PASS_NS = 8_000_000  # the short pass lasts about this long; the long one four times longer
+TARGET_PASS_NS = 32_000_000  # the long pass lasts about this long; the short one's copies are four times smaller
 MAX_DISPATCHES = 16384
 SAMPLES = 5
 
@@ -52,19 +55,22 @@ def calibrate(device: Device, timer: GpuTimer) -> TickConversion:
     if not timer.supported:
         return TickConversion("unavailable", None, None, None, None,
                               "the adapter has no timestamp-query feature: only host times are reported")
-    # A copy that takes a while per dispatch, so that few dispatches fill the pass: small on a CPU adapter.
+    # Copies that take a while per dispatch, so that few dispatches fill the pass: small on a CPU adapter.
     software = device.adapter.info.get("adapter_type") == "CPU"
-    copy = CopyKernel(device, (1 << 20) if software else (32 << 20))
+    size = (1 << 20) if software else (32 << 20)
+    copies = (CopyKernel(device, size // 4), CopyKernel(device, size))
     try:
-        _one_pass(device, timer, copy, 1)  # first use compiles and warms up
+        for copy in copies:
+            _one_pass(device, timer, copy, 1)  # first use compiles and warms up
         # Ticks are taken as nanoseconds only to choose the dispatch count; the slope is what counts.
-        single = statistics.median(_one_pass(device, timer, copy, 1)[0] for _ in range(3))
+        single = statistics.median(_one_pass(device, timer, copies[1], 1)[0] for _ in range(3))
         dispatches = int(min(MAX_DISPATCHES, max(1, TARGET_PASS_NS // max(single, 1.0))))
-        estimates = [_estimate(device, timer, copy, dispatches)]
+        estimates = [_estimate(device, timer, copies, dispatches)]
         if estimates[0][0] is None or abs(estimates[0][0] - 1.0) > TOLERANCE:
-            estimates += [_estimate(device, timer, copy, dispatches) for _ in range(2)]
+            estimates += [_estimate(device, timer, copies, dispatches) for _ in range(2)]
     finally:
-        copy.release()
+        for copy in copies:
+            copy.release()
     return settle(timer, estimates)
 
 
@@ -87,10 +93,11 @@ def settle(timer: GpuTimer, estimates: list[tuple[float | None, dict, dict]]) ->
                           f"timestamp ticks converted at {ratio:.4g} ns per tick (measured against wall clock)")
 
 
-def _estimate(device: Device, timer: GpuTimer, copy: CopyKernel, dispatches: int) -> tuple[float | None, dict, dict]:
-    """ns per tick from a short and a four times longer pass (None when the ticks did not advance)."""
-    short = _fastest_pass(device, timer, copy, dispatches)
-    long = _fastest_pass(device, timer, copy, 4 * dispatches)
+def _estimate(device: Device, timer: GpuTimer, copies: tuple[CopyKernel, CopyKernel],
+              dispatches: int) -> tuple[float | None, dict, dict]:
+    """ns per tick from two passes of `dispatches` copies each, the second's four times larger (None when the
+    ticks did not advance)."""
+    short, long = (_fastest_pass(device, timer, copy, dispatches) for copy in copies)
     tick_delta = long["ticks"] - short["ticks"]
     host_delta = long["host_ns"] - short["host_ns"]
     if tick_delta <= 0 or host_delta <= 0:
@@ -101,7 +108,7 @@ def _estimate(device: Device, timer: GpuTimer, copy: CopyKernel, dispatches: int
 def _fastest_pass(device: Device, timer: GpuTimer, copy: CopyKernel, dispatches: int) -> dict:
     """The fastest of a few runs: noise (other threads, a busy CPU adapter) only ever adds time."""
     samples = [_one_pass(device, timer, copy, dispatches) for _ in range(SAMPLES)]
-    return {"dispatches": dispatches, "ticks": float(min(s[0] for s in samples)),
+    return {"dispatches": dispatches, "bytes": copy.bytes_moved // 2, "ticks": float(min(s[0] for s in samples)),
             "host_ns": float(min(s[1] for s in samples))}
 
 
