@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import ctypes
 import math
-from collections import deque
+import threading
+import weakref
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -227,7 +229,7 @@ _DEVICE = "device"  # a device array of the computation's dtype: bound where it 
 @dataclass(frozen=True)
 class _Call:
     """What one combination of operand types and layouts (and out's, and the keywords) decides, kept per device
-    (BufferPool.calls) for the next call with the same combination: NumPy's loop, the result's shape (out's, where
+    (_calls_of) for the next call with the same combination: NumPy's loop, the result's shape (out's, where
     given), how each operand reaches the GPU, whether the result stays on the device, whether out takes it through
     a conversion on the host, whether the kernel reports floating-point errors, and the kernel plan (None where the
     result is empty). The key (_call_key) holds everything these depend on; what a call's values decide (whether a
@@ -278,11 +280,26 @@ def _run(function: _Function, values: tuple, extra: tuple, out, device: Device |
     return result[()] if type(result) is np.ndarray and result.ndim == 0 else result  # a NumPy scalar, as ufuncs give
 
 
+# Each device's _Calls by key (_call_key), the least recently used dropped past MAX_CALLS; read and changed under the
+# device's lock. Held weakly by device: a dropped Device takes its table with it.
+_CALLS: weakref.WeakKeyDictionary[Device, OrderedDict[tuple, _Call]] = weakref.WeakKeyDictionary()
+_CALLS_LOCK = threading.Lock()  # (making a device's table: devices with their own locks add them side by side)
+
+
+def _calls_of(device: Device) -> OrderedDict[tuple, _Call]:
+    """`device`'s table of _Calls, made on its first call."""
+    calls = _CALLS.get(device)
+    if calls is None:
+        with _CALLS_LOCK:
+            calls = _CALLS.setdefault(device, OrderedDict())
+    return calls
+
+
 def _call_of(function: _Function, device: Device, values: tuple, extra: tuple, out, feature_level,
              options: _Options) -> tuple[_Call, list, dict[int, np.ndarray]]:
     """The call's _Call (kept per device, or prepared and kept), its operands as they run and the inputs copied to
     run (by position: see _make_plan)."""
-    calls = device.pool.calls
+    calls = _calls_of(device)
     key = _call_key(function, extra, device.feature_level if feature_level is None else feature_level, values, out,
                     options)
     with device.lock:

@@ -128,7 +128,6 @@ class BufferPool:
         self._returned: collections.deque = collections.deque()  # from finalizers, taken in under the lock
         self._tables: collections.OrderedDict[tuple, RecordableTable] = collections.OrderedDict()
         self._tables_of: dict[int, set[tuple]] = {}  # id(buffer) -> keys of the tables that bind it
-        self.calls: collections.OrderedDict[tuple, object] = collections.OrderedDict()  # api.py's _Call per key, LRU
         self._flag_word = None  # see flag_word
         self._lent: dict[int, int] = {}  # id(buffer) -> size: acquired and not given back yet
         self._lent_bytes = 0

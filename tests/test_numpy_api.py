@@ -442,11 +442,11 @@ def test_large_uploads_of_any_byte_count(device, extra):
 
 def test_what_types_and_layouts_decide_is_kept_in_a_bounded_table_without_refusals(device, monkeypatch):
     """A call's _Call (NumPy's loop, the shape, the plan) is made once per combination of operand types and
-    layouts and kept per device (BufferPool.calls, least recently used dropped past MAX_CALLS); refusals are never
+    layouts and kept per device (api._calls_of, least recently used dropped past MAX_CALLS); refusals are never
     kept, a weak scalar's value is checked on every call, and operands with no cheap summary (lists) are
     prepared every time."""
     fresh = gpuops.Device(wgpu_device=device.wgpu_device)
-    calls = fresh.pool.calls
+    calls = api._calls_of(fresh)
     resolved = []
     resolve = api.resolve
     monkeypatch.setattr(api, "resolve", lambda *args: resolved.append(args[-1]) or resolve(*args))
