@@ -474,27 +474,13 @@ class CompiledOperator:
     """A validated operator description, ready to record against bindings (DirectML's compiled operator): its
     Device's PreparedOperator for the description, and the Device itself, which it keeps alive."""
 
-    __slots__ = ("device", "prepared", "__weakref__")
+    __slots__ = ("device", "prepared", "desc", "spec", "tensor_fields", "tensors", "__weakref__")
 
     def __init__(self, device: Device, prepared: PreparedOperator):
         self.device = device
         self.prepared = prepared
-
-    @property
-    def desc(self) -> object:
-        return self.prepared.desc
-
-    @property
-    def spec(self) -> OperatorSpec:
-        return self.prepared.spec
-
-    @property
-    def tensor_fields(self) -> tuple[str, ...]:
-        return self.prepared.tensor_fields
-
-    @property
-    def tensors(self) -> tuple[TensorDesc, ...]:
-        return self.prepared.tensors
+        self.desc, self.spec = prepared.desc, prepared.spec
+        self.tensor_fields, self.tensors = prepared.tensor_fields, prepared.tensors
 
     @property
     def operation(self) -> Operation:
