@@ -266,6 +266,33 @@ def test_the_scaling_benchmark_splits_a_run_into_scheduling_tasks_and_calls(clie
         pytest.approx(stream["wall_s"])
 
 
+def test_the_task_stream_takes_off_each_tasks_own_clock_lead():
+    """task_stream's arithmetic alone: a worker's reported times carry its estimate of the scheduler clock's lead
+    as it stood when the task ran, which a heartbeat may have changed since (`delays`, read afterwards): each task's
+    times lose the estimate its call logged, calls are matched to tasks by key, and a task without its call inside
+    its compute is counted, not split."""
+    script = Path(__file__).resolve().parent.parent / "bench" / "dask_scaling.py"
+    spec = importlib.util.spec_from_file_location("dask_scaling_arithmetic", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def task(key, worker, start, stop, lead):
+        return {"key": key, "worker": worker,
+                "startstops": ({"action": "compute", "start": start + lead, "stop": stop + lead},)}
+
+    tasks = [task(("f", 0), "w1", 10.0, 10.5, 0.04), task(("f", 1), "w2", 10.1, 10.4, -0.03)]
+    calls = [{"key": "('f', 1)", "start": 10.15, "stop": 10.35, "delay": -0.03},
+             {"key": "('f', 0)", "start": 10.1, "stop": 10.4, "delay": 0.04}]
+    stream = module.task_stream(tasks, calls, {"w1": 0.09, "w2": 0.02}, 9.9, 10.6)  # (the leads since)
+    assert stream["compute_s"] == pytest.approx([0.5, 0.3])
+    assert stream["call_s"] == pytest.approx([0.3, 0.2]) and stream["outside_call_s"] == pytest.approx([0.2, 0.1])
+    assert (stream["before_first_task_s"], stream["tasks_span_s"], stream["after_last_task_s"]) == \
+        pytest.approx((0.1, 0.5, 0.1))
+    late = [dict(calls[0], stop=10.45)]  # past its task's compute: not split, counted
+    stream = module.task_stream(tasks, late, {"w1": 0.09, "w2": 0.02}, 9.9, 10.6)
+    assert "call_s" not in stream and stream["calls_unmatched"] == 2
+
+
 def test_import_gpuops_does_not_import_dask():
     code = "import sys, gpuops; print('dask' in sys.modules, 'gpuops.dask' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
