@@ -99,15 +99,13 @@ CALLS_TOPIC = "gpuops-dask-scaling-calls"  # the task-stream run's gpuops calls,
 
 
 def modulus_floor_pair_logged(pair: np.ndarray) -> np.ndarray:
-    """modulus_floor_pair, with the gpuops call's own start and stop (this host's clock) logged to the scheduler
-    under CALLS_TOPIC, with the task's key and the worker's estimate of the scheduler clock's lead at the time (what
-    the worker adds to the task's reported times): the task stream's compute holds the call and what Dask does
-    around it on the worker's thread."""
-    worker = distributed.get_worker()
-    delay, start = worker.scheduler_delay, time.time()
+    """modulus_floor_pair, with the gpuops call's own start and stop (this host's clock: the function's first and
+    last moments) logged to the scheduler under CALLS_TOPIC with the task's key: the task stream's compute holds the
+    call and what Dask does around it on the worker's thread."""
+    start = time.time()
     result = modulus_floor_pair(pair)
-    worker.log_event(CALLS_TOPIC, {"key": str(worker.get_current_task()), "start": start, "stop": time.time(),
-                                   "delay": delay})
+    worker = distributed.get_worker()
+    worker.log_event(CALLS_TOPIC, {"key": str(worker.get_current_task()), "start": start, "stop": time.time()})
     return result
 
 
@@ -214,19 +212,22 @@ def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], 
     """Where a run's wall time (`started` to `ended`, this host's clock, as the workers' are) went on the workers,
     from Dask's task stream: each task's compute, the time before the first task started, from the first start to
     the last stop, and after it (the results reported and the persist's wait answered); and from the tasks' logged
-    calls (`calls`, each {"key", "start", "stop", "delay"}), each gpuops call's own time and each compute's time
-    outside its call (Dask's work on the worker's thread before and after the function). A worker reports its times
-    plus its estimate of the scheduler clock's lead, which on one host is noise and changes with each heartbeat:
-    taken off, as the task's call logged it, or for a task without one as its worker gives it now (`delays`, by
-    worker address)."""
+    calls (`calls`, each {"key", "start", "stop"}, matched to the tasks by key), each gpuops call's own time and each
+    compute's time outside its call (Dask's work on the worker's thread around the function).
+
+    A worker reports its times plus its estimate of the scheduler clock's lead, which on one host is noise and
+    changes with each heartbeat. So a task with a logged call has its compute placed on this host's clock by the
+    call, which starts the function microseconds after the compute starts; a task without one loses its worker's
+    estimate as the worker gives it now (`delays`, by worker address). A task whose call is missing, or lasts longer
+    than its compute, is counted in `calls_unmatched`, and the calls are then not split."""
     logged = {call["key"]: call for call in calls}
     computes = {}  # key: (start, stop), this host's clock
     for task in tasks:
         key = str(task["key"])  # (as the call logged it)
-        delay = logged[key]["delay"] if key in logged else delays.get(task["worker"], 0.0)
         for part in task["startstops"]:
             if part["action"] == "compute":
-                computes[key] = (part["start"] - delay, part["stop"] - delay)
+                shift = part["start"] - logged[key]["start"] if key in logged else delays.get(task["worker"], 0.0)
+                computes[key] = (part["start"] - shift, part["stop"] - shift)
     row = {"wall_s": ended - started, "tasks": len(computes),
            "other_actions": sorted({part["action"] for task in tasks for part in task["startstops"]} - {"compute"})}
     if computes:
@@ -234,12 +235,12 @@ def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], 
         first, last = spans[0][0], max(stop for _, stop in spans)
         row.update(compute_s=[stop - start for start, stop in spans], before_first_task_s=first - started,
                    tasks_span_s=last - first, after_last_task_s=ended - last)
-    matched = sorted((computes[key], (call["start"], call["stop"])) for key, call in logged.items() if key in computes
-                     and computes[key][0] <= call["start"] <= call["stop"] <= computes[key][1])
-    if logged and len(matched) == len(logged) == len(computes):
-        row.update(call_s=[stop - start for _, (start, stop) in matched],
-                   outside_call_s=[(c_stop - c_start) - (stop - start)
-                                   for (c_start, c_stop), (start, stop) in matched])
+    durations = {key: call["stop"] - call["start"] for key, call in logged.items()}
+    matched = sorted((computes[key], durations[key]) for key in computes
+                     if key in durations and durations[key] <= computes[key][1] - computes[key][0])
+    if matched and len(matched) == len(computes):
+        row.update(call_s=[call for _, call in matched],
+                   outside_call_s=[(stop - start) - call for (start, stop), call in matched])
     else:
         row["calls_unmatched"] = len(computes) - len(matched)
     return row
@@ -557,7 +558,7 @@ def report(document: dict) -> None:
                 print(f"  the gpuops calls in those tasks {', '.join(f'{t:.4f}' for t in stream['call_s'])} s; each "
                       f"compute outside its call {', '.join(f'{t:.4f}' for t in stream['outside_call_s'])} s")
             else:
-                print(f"  {stream['calls_unmatched']} tasks without their logged gpuops call inside their compute")
+                print(f"  {stream['calls_unmatched']} tasks without a logged gpuops call that fits their compute")
     for row in document.get("memory", []):
         print(f"memory: {row['processes']} processes copying: pre-touched {row['pretouched_gb_per_s']:.1f} GB/s, "
               f"new {row['new_gb_per_s']:.1f} GB/s")
