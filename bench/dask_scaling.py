@@ -215,19 +215,26 @@ def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], 
     calls (`calls`, each {"key", "start", "stop"}, matched to the tasks by key), each gpuops call's own time and each
     compute's time outside its call (Dask's work on the worker's thread around the function).
 
-    A worker reports its times plus its estimate of the scheduler clock's lead, which on one host is noise and
-    changes with each heartbeat. So a task with a logged call has its compute placed on this host's clock by the
-    call, which starts the function microseconds after the compute starts; a task without one loses its worker's
-    estimate as the worker gives it now (`delays`, by worker address). A task whose call is missing, or lasts longer
-    than its compute, is counted in `calls_unmatched`, and the calls are then not split."""
+    A worker reports its times plus its estimate of the scheduler clock's lead as it stood when the task started,
+    which on one host is noise and changes with each heartbeat. Each task loses its worker's estimate as the worker
+    gives it after the run (`delays`, by worker address), exact unless a heartbeat came between; where that would
+    put the task's call outside its compute, the nearest estimate that keeps it inside: so a placement is off by at
+    most the compute's time outside its call. The split into call and outside rests on durations, each on one
+    clock; a task whose call is missing, or lasts longer than its compute, is counted in `calls_unmatched`, and the
+    calls are then not split."""
     logged = {call["key"]: call for call in calls}
     computes = {}  # key: (start, stop), this host's clock
     for task in tasks:
         key = str(task["key"])  # (as the call logged it)
         for part in task["startstops"]:
-            if part["action"] == "compute":
-                shift = part["start"] - logged[key]["start"] if key in logged else delays.get(task["worker"], 0.0)
-                computes[key] = (part["start"] - shift, part["stop"] - shift)
+            if part["action"] != "compute":
+                continue
+            delay = delays.get(task["worker"], 0.0)
+            if key in logged:  # the estimates that keep the call inside the compute: the nearest of them
+                lowest, highest = part["start"] - logged[key]["start"], part["stop"] - logged[key]["stop"]
+                if lowest <= highest:
+                    delay = min(max(delay, lowest), highest)
+            computes[key] = (part["start"] - delay, part["stop"] - delay)
     row = {"wall_s": ended - started, "tasks": len(computes),
            "other_actions": sorted({part["action"] for task in tasks for part in task["startstops"]} - {"compute"})}
     if computes:
