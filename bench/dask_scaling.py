@@ -223,29 +223,29 @@ def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], 
     clock; a task whose call is missing, or lasts longer than its compute, is counted in `calls_unmatched`, and the
     calls are then not split."""
     logged = {call["key"]: call for call in calls}
-    computes = {}  # key: (start, stop), this host's clock
+    computes = []  # (start, stop) of each task's compute, this host's clock
+    matched = []  # (start, stop) of the compute, and its call's duration, for each task whose call fits it
     for task in tasks:
-        key = str(task["key"])  # (as the call logged it)
+        call = logged.get(str(task["key"]))  # (the key as the call logged it)
         for part in task["startstops"]:
             if part["action"] != "compute":
                 continue
             delay = delays.get(task["worker"], 0.0)
-            if key in logged:  # the estimates that keep the call inside the compute: the nearest of them
-                lowest, highest = part["start"] - logged[key]["start"], part["stop"] - logged[key]["stop"]
-                if lowest <= highest:
-                    delay = min(max(delay, lowest), highest)
-            computes[key] = (part["start"] - delay, part["stop"] - delay)
+            fits = call is not None and call["stop"] - call["start"] <= part["stop"] - part["start"]
+            if fits:  # of the estimates that keep the call inside the compute, the nearest
+                delay = min(max(delay, part["start"] - call["start"]), part["stop"] - call["stop"])
+            computes.append((part["start"] - delay, part["stop"] - delay))
+            if fits:
+                matched.append((computes[-1], call["stop"] - call["start"]))
     row = {"wall_s": ended - started, "tasks": len(computes),
            "other_actions": sorted({part["action"] for task in tasks for part in task["startstops"]} - {"compute"})}
     if computes:
-        spans = sorted(computes.values())
-        first, last = spans[0][0], max(stop for _, stop in spans)
-        row.update(compute_s=[stop - start for start, stop in spans], before_first_task_s=first - started,
+        computes.sort()
+        first, last = computes[0][0], max(stop for _, stop in computes)
+        row.update(compute_s=[stop - start for start, stop in computes], before_first_task_s=first - started,
                    tasks_span_s=last - first, after_last_task_s=ended - last)
-    durations = {key: call["stop"] - call["start"] for key, call in logged.items()}
-    matched = sorted((computes[key], durations[key]) for key in computes
-                     if key in durations and durations[key] <= computes[key][1] - computes[key][0])
     if matched and len(matched) == len(computes):
+        matched.sort()
         row.update(call_s=[call for _, call in matched],
                    outside_call_s=[(stop - start) - call for (start, stop), call in matched])
     else:

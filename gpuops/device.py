@@ -143,7 +143,7 @@ class Device:
             OrderedDict()
         self._placeholders: dict[str, wgpu.GPUBuffer] = {}
         self._plan_cache = _PlanCache()
-        self._plans = self._plan_cache.plans  # (compiled operator, each buffer's watch key, offset, size) -> dispatches
+        self._plans = self._plan_cache.plans  # (prepared operator, each buffer's watch key, offset, size) -> dispatches
         # The prepared operators (LRU), and the CompiledOperators handed out and still held somewhere (weakly: each
         # holds this Device, which must not hold it back, see PreparedOperator).
         self._prepared: OrderedDict[tuple[object, FeatureLevel], PreparedOperator] = OrderedDict()
