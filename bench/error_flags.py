@@ -12,7 +12,9 @@ For every MODULUS_FLOOR and MODULUS_TRUNCATE case (each type, each layout, a squ
 then each round times the plain kernel and the flagged one (in the order ABBA, then BAAB, ...), --iterations
 each, and the case's figure is the median over rounds of each round's median GPU time. `ratio` is flagged / plain:
 the goal is at most 1.01 on every row. `flag` is the word the flagged kernel wrote (NumPy's bit: 1 divide by zero,
-8 invalid, 0 none), which must be 0 for "clean" data.
+8 invalid, 0 none), which must be 0 for "clean" data. A CUDA context is held on every GPU where PyTorch or CuPy
+reaches CUDA (gpuops.bench.cuda_context): without one NVIDIA's driver runs Vulkan compute in a lower performance
+state, and the rounds of one kernel spread by tens of percent.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import sys
 import numpy as np
 
 import gpuops
+from gpuops.bench.cuda_context import hold_cuda_contexts
 from gpuops.bench.reference import compare
 from gpuops.bench.timing import GpuTimer
 from gpuops.bench.workload import OUTPUT_FILL, Workload, element_view, make_case, random_values
@@ -123,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default=None, help="wgpu-native or dawn (default: gpuops' default)")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     args = parser.parse_args(argv)
+    cuda_contexts = hold_cuda_contexts(every_gpu=True)  # noqa: F841 (held for the run: see cuda_context)
     device = gpuops.Device(backend=args.backend) if args.backend else gpuops.default_device()
     timer = GpuTimer(device)
     side = int(round(args.elements ** 0.5))
