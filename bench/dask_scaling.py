@@ -8,8 +8,9 @@ A fresh gpuops.dask.LocalGPUCluster for each size N.
 For each N (where N is more than the adapters, workers share them, and the rows say so):
   host      modulus_floor of --host-elements float32 pairs held in the workers' memory (each chunk of (2, chunk)
             holds a chunk of a and of b, made on a worker and persisted there), through
-            ab.map_blocks(modulus_floor), persisted: host data to the GPUs and back, rate against N = 1
-            (goal on 4 GPUs: >= 3.4 x)
+            ab.map_blocks(modulus_floor) giving (1, chunk) chunks (the pairs' axis kept: dropping it would make
+            Dask concatenate, copy, each chunk before the call), persisted: host data to the GPUs and back, rate
+            against N = 1 (goal on 4 GPUs: >= 3.4 x)
   device    X of --device-elements float32, uploaded once (x.map_blocks(gpuops.asarray), persisted), then
             np.sign(np.fmod(X, 7)) persisted and every worker's device synchronized (goal on 4 GPUs: >= 3.6 x); beside
             it the same two calls on each worker's chunks without Dask (the kernels alone)
@@ -92,7 +93,9 @@ def pair_chunk(block_id=None, block_info=None) -> np.ndarray:
 
 
 def modulus_floor_pair(pair: np.ndarray) -> np.ndarray:
-    return gpuops.modulus_floor(pair[0], pair[1])
+    """(1, chunk): the result keeps the pairs' first axis (one block of size 1), because map_blocks with drop_axis
+    hands the function the dropped axis's blocks concatenated, a copy of the whole chunk into new memory."""
+    return gpuops.modulus_floor(pair[0], pair[1])[np.newaxis]
 
 
 CALLS_TOPIC = "gpuops-dask-scaling-calls"  # the task-stream run's gpuops calls, logged as Dask events
@@ -283,14 +286,14 @@ def measure_host(client, total: int, chunk: int, repeats: int, stream_tasks: boo
     pairs = client.persist(pairs_array(total, chunk))
     distributed.wait(pairs)
     def make(function=modulus_floor_pair):
-        r = client.persist(pairs.map_blocks(function, drop_axis=0, dtype=np.float32,
-                                            meta=np.empty((0,), np.float32)))
+        r = client.persist(pairs.map_blocks(function, chunks=((1,), pairs.chunks[1]), dtype=np.float32,
+                                            meta=np.empty((0, 0), np.float32)))
         distributed.wait(r)
         return r
 
     samples, r, stream = timed_persists(client, make, repeats,
                                         (lambda: make(modulus_floor_pair_logged)) if stream_tasks else None)
-    first = r.blocks[0].compute()
+    first = r.blocks[0, 0].compute()[0]
     values = pair_values(1, first.size)
     with np.errstate(all="ignore"):
         checked = exact(first, np.remainder(values[0], values[1]))
