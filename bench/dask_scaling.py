@@ -230,10 +230,11 @@ def task_stream(tasks: list[dict], calls: list[dict], delays: dict[str, float], 
     matched = []  # (start, stop) of the compute, and its call's duration, for each task whose call fits it
     for task in tasks:
         call = logged.get(str(task["key"]))  # (the key as the call logged it)
+        worker_delay = delays.get(task["worker"], 0.0)
         for part in task["startstops"]:
             if part["action"] != "compute":
                 continue
-            delay = delays.get(task["worker"], 0.0)
+            delay = worker_delay
             fits = call is not None and call["stop"] - call["start"] <= part["stop"] - part["start"]
             if fits:  # of the estimates that keep the call inside the compute, the nearest
                 delay = min(max(delay, part["start"] - call["start"]), part["stop"] - call["stop"])
@@ -611,7 +612,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     # NVIDIA's driver runs Vulkan compute in a lower performance state while no CUDA context exists on the GPU; a
     # context in any process counts, so this process holds one on every GPU for the whole run.
-    cuda_contexts = [] if args.no_cuda_context else hold_cuda_contexts(every_gpu=True)
+    cuda_contexts = [] if args.no_cuda_context else hold_cuda_contexts()
     listed = gpuops.adapters()
     adapters = gpuops.dask.default_adapters() if args.adapters is None else args.adapters
     names = {a.index: f"[{a.index}] {a.name} ({a.backend}, {a.type})" for a in listed}

@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", default=None, help="wgpu-native or dawn (default: gpuops' default)")
     parser.add_argument("--json", metavar="FILE", help="write the rows as JSON")
     args = parser.parse_args(argv)
-    cuda_contexts = hold_cuda_contexts(every_gpu=True)  # noqa: F841 (held for the run: see cuda_context)
+    cuda_contexts = hold_cuda_contexts()  # noqa: F841 (held for the run: see cuda_context)
     device = gpuops.Device(backend=args.backend) if args.backend else gpuops.default_device()
     timer = GpuTimer(device)
     side = int(round(args.elements ** 0.5))

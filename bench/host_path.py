@@ -697,7 +697,7 @@ def main(argv: list[str] | None = None) -> dict:
     split_size = args.split_size or (1 << (22 if quick else 27))
     large = args.large if args.large is not None else ([1 << 24] if quick else [1 << 28, 1 << 30])
 
-    cuda_contexts = hold_cuda_contexts(every_gpu=True)  # (see gpuops.bench.cuda_context)
+    cuda_contexts = hold_cuda_contexts()  # (see gpuops.bench.cuda_context)
     device = gpuops.default_device()
     document = {"schema": SCHEMA, "adapter": device.adapter_name, "backend": device.backend,
                 "gpuops": getattr(gpuops, "__version__", "?"), "gpuops_path": gpuops.__file__, "wgpu": wgpu.__version__,

@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", choices=tuple(DATA_SETS), default="goals", help="the inputs' values (goals)")
     parser.add_argument("--json", type=Path, help="write every row's figures to this file")
     args = parser.parse_args(argv)
-    cuda_contexts = hold_cuda_contexts(every_gpu=True)  # noqa: F841 (held for the run, whichever GPU runs it)
+    cuda_contexts = hold_cuda_contexts()  # noqa: F841 (held for the run)
     device = gpuops.Device(**({"backend": args.backend} if args.backend else {}))
     usage = device.wgpu.BufferUsage
     flags = device.wgpu_device.create_buffer(size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST) \

@@ -11,20 +11,19 @@ from .cupy_compare import cupy_cuda
 from .torch_compare import torch_cuda
 
 
-def hold_cuda_contexts(every_gpu: bool = False) -> list:
-    """A one-element CUDA array on the current CUDA device (on each one with `every_gpu`), made through PyTorch,
-    else CuPy; keep the list for the run (its arrays keep the contexts). Empty where neither reaches CUDA."""
+def hold_cuda_contexts() -> list:
+    """A one-element CUDA array on every CUDA device (the Vulkan adapter a run uses may be any of them:
+    GPUOPS_ADAPTER, Device(adapter=...), one Device per GPU), made through PyTorch, else CuPy; keep the list for the
+    run (its arrays keep the contexts). Empty where neither reaches CUDA."""
     torch = torch_cuda()
     if torch is not None:
-        indices = range(torch.cuda.device_count()) if every_gpu else [torch.cuda.current_device()]
-        held = [torch.zeros(1, device=f"cuda:{index}") for index in indices]
+        held = [torch.zeros(1, device=f"cuda:{index}") for index in range(torch.cuda.device_count())]
         torch.cuda.synchronize()
         return held
     cupy = cupy_cuda()
     if cupy is not None:
-        indices = range(cupy.cuda.runtime.getDeviceCount()) if every_gpu else [cupy.cuda.Device().id]
         held = []
-        for index in indices:
+        for index in range(cupy.cuda.runtime.getDeviceCount()):
             with cupy.cuda.Device(index):
                 held.append(cupy.zeros(1))
                 cupy.cuda.Device(index).synchronize()
