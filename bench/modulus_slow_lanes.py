@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import gpuops
+from gpuops import backends
 from gpuops.bench.reference import compare
 from gpuops.bench.report import write_json
 from gpuops.bench.timing import CopyKernel, GpuTimer
@@ -102,7 +103,10 @@ def measure(device: gpuops.Device, timer: GpuTimer, data_type: DataType, tensor_
     storage = usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
     buffers = [wgpu_device.create_buffer_with_data(data=x.tobytes(), usage=storage) for x in (a, b)]
     buffers.append(wgpu_device.create_buffer(size=tensor_bytes, usage=storage))
-    module = wgpu_device.create_shader_module(label=f"slow lanes {data_type.name}", code=shader(data_type))
+    # Built as gpuops builds its own kernels (without runtime checks where the backend allows), so that the
+    # minimal kernel and gpuops' rows beside it pay for the same checks.
+    module = backends.create_shader_module(device.wgpu, wgpu_device, f"slow lanes {data_type.name}",
+                                           shader(data_type), device.runtime_checks)
     pipeline = wgpu_device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": "main"})
     bind_group = wgpu_device.create_bind_group(
         layout=pipeline.get_bind_group_layout(0),
