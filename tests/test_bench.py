@@ -1160,3 +1160,37 @@ def test_missing_backend_is_a_clean_error(capsys):
         pass
     status, _, err = run(capsys, "op", "sign", "--backend", "dawn", "--sizes", "64")
     assert status == 3 and "needs the Python package 'wgpudawn'" in one_error_line(err)
+
+
+def test_kernel_ab_builds_both_versions_alike(monkeypatch, capsys, tmp_path):
+    """bench/kernel_ab.py builds the other version's shader modules as the device builds this checkout's (without
+    runtime checks where the backend allows: a plain module keeps wgpu-native's bounds checks, which slow a tiled
+    kernel by a third and would favour this checkout), and checks both against NumPy before timing them."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(ROOT / "bench"))
+    modules = {}
+    for script in ("kernel_lines", "kernel_ab"):
+        spec = importlib.util.spec_from_file_location(script, ROOT / "bench" / f"{script}.py")
+        modules[script] = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, script, modules[script])
+        spec.loader.exec_module(modules[script])
+    dump = tmp_path / "kernels"
+    assert modules["kernel_lines"].main(["--dump", str(dump), "--elements", "4096"]) == 0
+    built = []
+    real = gpuops.backends.create_shader_module
+
+    def recording(module, wgpu_device, label, code, runtime_checks):
+        built.append((label, runtime_checks))
+        return real(module, wgpu_device, label, code, runtime_checks)
+
+    monkeypatch.setattr(gpuops.backends, "create_shader_module", recording)
+    capsys.readouterr()
+    result = tmp_path / "ab.json"
+    assert modules["kernel_ab"].main([str(dump), "--elements", "4096", "--match", "^(contiguous|transposed) +sign int8",
+                                      "--rounds", "1", "--iterations", "1", "--json", str(result)]) == 0
+    rows = json.loads(result.read_text())["rows"]
+    assert [(row["section"], row["row"], row["exact"]) for row in rows] == [
+        ("contiguous", "sign int8", True), ("transposed", "sign int8", True)]
+    others = [checks for label, checks in built if label.endswith("(other)")]
+    assert len(others) == 2 and all(checks == gpuops.default_device().runtime_checks for checks in others), built
