@@ -180,12 +180,13 @@ def prelude(key: KernelKey) -> str:
 
 def _tile_constants(key: KernelKey) -> dict[str, int | bool]:
     """A TILES kernel's tile (kernel.tile_shape) and which inputs go through it; an input that does not has a
-    one-slot placeholder (a workgroup array needs a constant size)."""
+    one-slot placeholder (a workgroup array needs a constant size). MISSING_LANES_ONE: the lanes past the tile's
+    columns hold one, not zero, in a kernel that reports errors (wgsl/loop/grids/tiles_narrow.wgsl)."""
     shape = key.tile
     tiled = [form is Form.TILED for form in key.loop.forms[:2]]
     return {"TILE_GROUPS": shape.groups, "TILE_COLUMN_SLOTS": shape.column_slots, "A_TILED": tiled[0],
             "B_TILED": tiled[1], "TILE_LOOPS": key.loop.tile_loops, "A_TILE_SLOTS": shape.slots if tiled[0] else 1,
-            "B_TILE_SLOTS": shape.slots if tiled[1] else 1}
+            "B_TILE_SLOTS": shape.slots if tiled[1] else 1, "MISSING_LANES_ONE": key.operation.error_flags}
 
 
 def _input_accessors(key: KernelKey) -> list[str]:

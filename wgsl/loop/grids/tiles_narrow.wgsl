@@ -21,13 +21,13 @@ fn slot_element(slot: u32, lane: u32) -> u32 {
     return (slot >> (lane * IN_BITS)) & IN_MASK;
 }
 
-// What a lane past the tile's columns holds: zero, or in a divisor one (group_input).
-fn missing_lane(operand: u32) -> u32 {
-    return select(0u, ELEM_ONE, operand == OPERAND_B);
-}
+// What a lane past the tile's columns holds, in every operand (its result is not stored): zero, or one in a kernel
+// that reports errors, so that the lane notes nothing (1 % 1; lib/error_notes.wgsl). A constant expression, so that
+// the DirectML level's kernels hold a plain zero: a value that depends on the operand at run time costs Dawn's
+// compiled tiled kernels a few percent.
+const MISSING_LANE: u32 = select(0u, ELEM_ONE, MISSING_LANES_ONE);
 
-// A group's elements (one per component; missing ones zero, or a divisor's one, see group_input) as the input words
-// they make.
+// A group's elements (one per component; missing ones MISSING_LANE) as the input words they make.
 fn pack_lanes(e: vec4<u32>) -> vec4<u32> {
     if (IN_BITS == 8u) {
         return vec4<u32>(e.x | (e.y << 8u) | (e.z << 16u) | (e.w << 24u), 0u, 0u, 0u);
@@ -39,8 +39,7 @@ fn pack_lanes(e: vec4<u32>) -> vec4<u32> {
 }
 
 // An input's words for the group whose first column is `first`: read whole where the input runs along the
-// output's rows and the group starts on a word, else element by element. A missing lane is zero, in a divisor
-// (operand B) one: x % 1 is no error case (lib/error_notes.wgsl), and the lane's result is not stored.
+// output's rows and the group starts on a word, else element by element (a lane past the columns: MISSING_LANE).
 fn group_input(operand: u32, tiled: bool, origin: vec3<u32>, offsets: vec3<u32>, row: u32, first: u32,
                columns: u32, whole: bool) -> vec4<u32> {
     let start = offsets[operand] + first * dim_strides(RANK - 1u)[operand];
@@ -56,7 +55,7 @@ fn group_input(operand: u32, tiled: bool, origin: vec3<u32>, offsets: vec3<u32>,
         }
         return words;
     }
-    var e = vec4<u32>(missing_lane(operand));
+    var e = vec4<u32>(MISSING_LANE);
     if (first < columns) {
         e.x = input_element(operand, tiled, origin, offsets, row, first);
     }
@@ -173,7 +172,8 @@ fn run_tile_block(origin: vec3<u32>, down: vec3<u32>, r0: u32, first: u32, colum
 }
 
 // The tiled input's words for the group's UNIT columns from tile row r0: component j holds column first + j's
-// elements of rows r0 .. r0 + SLOT_ELEMENTS - 1, row r0 in the low lane (a missing column: missing_lane's).
+// elements of rows r0 .. r0 + SLOT_ELEMENTS - 1, row r0 in the low lane (a missing column: MISSING_LANE in each
+// lane).
 fn column_words(operand: u32, origin: vec3<u32>, r0: u32, first: u32, columns: u32) -> vec4<u32> {
     let step = dim_strides(RANK - 1u)[operand];
     let start = origin[operand] + first * step;
@@ -193,7 +193,7 @@ fn column_words(operand: u32, origin: vec3<u32>, r0: u32, first: u32, columns: u
 // elements; the rows they would give are skipped.
 fn column_word(operand: u32, start: u32, c: u32, r0: u32, columns: u32) -> u32 {
     if (c >= columns) {
-        return lanes_put(LANE_ONES, missing_lane(operand));
+        return LANE_ONES * MISSING_LANE;  // (a constant expression, as MISSING_LANE)
     }
     let e = start % SLOT_ELEMENTS + r0;
     let slot = tile_column(c) + e / SLOT_ELEMENTS;
