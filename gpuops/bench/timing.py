@@ -55,6 +55,25 @@ class Timing:
         return {**gpu, "host_median_ns": self.host_median_ns, "iterations": len(self.host_ns)}
 
 
+def exact_dawn_timestamps() -> None:
+    """Have Dawn's devices report timestamps as the GPU gives them. By default Dawn rounds them down (its device
+    toggle timestamp_quantization, a guard against timing attacks on the web) to steps of 2^14 ns or more, so a
+    span reads to a step at best. A benchmark turns that off; the library never does. Call it before the first
+    Dawn adapter is requested (Dawn's instance takes the toggle when it is made)."""
+    from wgpudawn.backends.dawn import extras
+
+    extras.set_instance_extras(disable_toggles=["timestamp_quantization"])
+
+
+def timestamps_quantized(device: Device) -> bool:
+    """Whether the device's timestamps are rounded down (Dawn's timestamp_quantization; see exact_dawn_timestamps)."""
+    if device.backend != "dawn":
+        return False
+    from wgpudawn.backends.dawn import extras
+
+    return "timestamp_quantization" in extras.get_toggles(device.wgpu_device)
+
+
 class GpuTimer:
     """Times recorded work with timestamp queries at the beginning and end of each compute pass."""
 
