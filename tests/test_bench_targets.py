@@ -253,8 +253,8 @@ def test_a_noise_target_samples_every_figure_until_met_or_out_of_time(capsys, tm
     for library in ("torch", "cupy"):
         assert (row[library]["stopped_on"], row[library]["iterations"], row[library]["gpu_noise"]) == ("noise", 3, 0)
     assert f"| sign float32 | 32x32 | {row['gbps']:.0f} | {targets._noise_cell(row)} | " in out
-    if row["gpu_noise"] is not None and row["gpu_noise"] <= 1e-4:  # timestamps that read the same every time
-        assert (row["stopped_on"], row["iterations"]) == ("noise", 3)
+    if row["stopped_on"] == "noise":  # the GPU's timestamps met the target, at once or after more samples
+        assert row["gpu_noise"] <= 1e-4 and row["iterations"] >= 3
         return
     assert row["stopped_on"] in stats.ABOVE_TARGET and row["iterations"] > 3  # (llvmpipe: always)
     assert "'!': sampling ended on its budget above the target 0.01%" in out
