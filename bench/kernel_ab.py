@@ -3,7 +3,7 @@ tables run, as this checkout makes it and as another version's text (written by 
 that version), each checked against NumPy bit for bit and then timed, the two interleaved round by round.
 
     PYTHONPATH=OTHER python bench/kernel_lines.py --dump DIR     # the other version's kernels (OTHER: its tree)
-    python bench/kernel_ab.py DIR [--rounds 3] [--iterations 10] [--match REGEX] [--backend dawn --repeats 40]
+    python bench/kernel_ab.py DIR [--rounds 3] [--iterations 10] [--match REGEX] [--backend dawn --repeats 4]
                                   [--data goals|bench|worst] [--json FILE]
 
 With --error-flags on both, the rows of the operators that report NumPy's floating-point errors run in the variant
@@ -11,7 +11,8 @@ that does (the NumPy level's), their flag words bound to a buffer of this script
 after either version's run.
 
 Both versions' kernels bind the same buffers the same way (the bindings, their layout and the uniforms are this
-checkout's): only the shader text differs. A CUDA context is held through PyTorch where it is importable: NVIDIA's
+checkout's): only the shader text differs. On Dawn the tool turns off Dawn's rounding of timestamps
+(gpuops.bench.timing.exact_dawn_timestamps). A CUDA context is held through PyTorch where it is importable: NVIDIA's
 driver otherwise runs Vulkan compute in a lower performance state. The table gives each row's median GPU time of each version over the
 rounds and this checkout's over the other's; `--json` keeps them (and every round's figures). `--elements` must be
 the one the dump was made with; `--data` picks the inputs' values (gpuops-bench targets' data sets: the goals' by
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of both versions, interleaved (default 3)")
     parser.add_argument("--iterations", type=int, default=10, help="timed runs per version and round (10)")
     parser.add_argument("--repeats", type=int, default=1,
-                        help="passes per timed span: Dawn's coarse timestamps need about 40 (GpuTimer.run)")
+                        help="passes per timed span (1); a few on Dawn, whose timestamps this tool reads unrounded")
     parser.add_argument("--match", help="a regex: only the rows whose section and label match")
     parser.add_argument("--elements", type=int, default=DEFAULT_ELEMENTS, help="the tables' element count")
     parser.add_argument("--backend", help="the WebGPU implementation (gpuops.Device's backend)")

@@ -57,7 +57,7 @@ class Timing:
 
 def exact_dawn_timestamps() -> None:
     """Have Dawn's devices report timestamps as the GPU gives them. By default Dawn rounds them down (its device
-    toggle timestamp_quantization, a guard against timing attacks on the web) to steps of 2^14 ns or more, so a
+    toggle timestamp_quantization, a guard against timing attacks on the web) to multiples of 65536 ns, so a
     span reads to a step at best. A benchmark turns that off; the library never does. Call it before the first
     Dawn adapter is requested (Dawn's instance takes the toggle when it is made)."""
     from wgpudawn.backends.dawn import extras
@@ -109,7 +109,7 @@ class GpuTimer:
 
         With `repeats` > 1 each iteration records the work that many times back to back and reports the time
         of one: the span between the first pass's start and the last pass's end, divided by `repeats`. Use it
-        where timestamps are coarse (Dawn quantizes them to about 0.1 ms). `before()`, when given, runs before
+        where timestamps are coarse (Dawn rounds them down to 65536 ns unless exact_dawn_timestamps() ran). `before()`, when given, runs before
         each timed iteration, outside both its host and its GPU time (a cache flush)."""
         queue = self.wgpu_device.queue
         for _ in range(warmup):
