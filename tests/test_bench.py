@@ -1194,3 +1194,22 @@ def test_kernel_ab_builds_both_versions_alike(monkeypatch, capsys, tmp_path):
         ("contiguous", "sign int8", True), ("transposed", "sign int8", True)]
     others = [checks for label, checks in built if label.endswith("(other)")]
     assert len(others) == 2 and all(checks == gpuops.default_device().runtime_checks for checks in others), built
+
+
+def test_timestamps_come_unrounded_where_the_benchmark_asks(device):
+    """Dawn rounds its timestamps down unless exact_dawn_timestamps() ran before its instance was made (a fresh
+    process here); wgpu-native never rounds them."""
+    from gpuops.bench.timing import timestamps_quantized
+
+    if device.backend != "dawn":
+        assert not timestamps_quantized(device)
+        return
+    script = ("import sys, gpuops\n"
+              "from gpuops.bench.timing import exact_dawn_timestamps, timestamps_quantized\n"
+              "if sys.argv[1] == 'exact':\n"
+              "    exact_dawn_timestamps()\n"
+              "print(timestamps_quantized(gpuops.Device(backend='dawn')))\n")
+    for how, quantized in (("default", True), ("exact", False)):
+        done = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-1] == str(quantized), done.stdout
