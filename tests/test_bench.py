@@ -99,7 +99,8 @@ def validate_document(doc: dict) -> None:
     assert set(settings["compare"]) <= {"numpy", "torch", "cupy"}
     conversion = doc["timestamp_conversion"]
     expect_keys(conversion, {"method": str, "tick_ns": OPTIONAL_NUMBER, "measured_ns_per_tick": OPTIONAL_NUMBER,
-                             "short_pass": (dict, type(None)), "long_pass": (dict, type(None)), "note": str},
+                             "short_pass": (dict, type(None)), "long_pass": (dict, type(None)), "note": str,
+                             "rounded": bool},
                 "timestamp_conversion")
     assert conversion["method"] in ("nanoseconds", "calibrated", "unavailable")
     assert (conversion["tick_ns"] is None) == (conversion["method"] == "unavailable")
@@ -1213,3 +1214,16 @@ def test_timestamps_come_unrounded_where_the_benchmark_asks(device):
         done = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split()[-1] == str(quantized), done.stdout
+
+
+def test_the_benchmark_reads_dawns_timestamps_unrounded(tmp_path):
+    """gpuops-bench on Dawn turns off Dawn's rounding of timestamps (a fresh process: its own Dawn instance), and
+    the JSON says so."""
+    if "dawn" not in gpuops.backends.installed_backends():
+        pytest.skip("Dawn (wgpudawn) is not installed here")
+    path = tmp_path / "dawn.json"
+    done = subprocess.run([sys.executable, "-m", "gpuops.bench", "op", "sign", "--backend", "dawn", "--sizes", "1024",
+                           "-i", "2", "-w", "1", "--json", str(path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    conversion = json.loads(path.read_text())["timestamp_conversion"]
+    assert conversion["rounded"] is False and "rounds these timestamps" not in conversion["note"]

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__, shaders
-from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, installed_backends, load_backend
+from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, backend_name, installed_backends, load_backend
 from ..device import Device
 from ..enums import DataType, FeatureLevel
 from ..errors import DeviceError, GpuOpsError
@@ -31,7 +31,7 @@ from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_eleme
                     plot_sweep, run_cases, select_pairs, sweep_limit)
 from .stats import DEFAULT_MAX_TIME_S, MAX_SAMPLES, StoppingRule
 from .ticks import calibrate
-from .timing import CACHES, GpuTimer
+from .timing import CACHES, GpuTimer, exact_dawn_timestamps
 from .workload import DATA_HELP, DATA_SETS, LAYOUT_HELP, LAYOUTS, make_case, make_desc
 
 PROG = "gpuops-bench"
@@ -248,7 +248,7 @@ def _timing_options(iterations: int, warmup: int, json_default: str | None = Non
                               "case into a row-major output, nchw-to-nhwc into a channels-last one); repeat or "
                               "separate with commas")
     options.add_argument("--repeats", type=_count(1), default=1, metavar="N",
-                         help="passes per timed span, for coarse timestamps (default 1; Dawn: 40)")
+                         help="passes per timed span, for timestamps rounded to coarse steps (default 1; 40 for those)")
     options.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     options.add_argument("--cuda-context", action="store_true",
                          help="hold a CUDA context (through PyTorch, when importable) during the run: NVIDIA drivers "
@@ -375,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="contiguous rows at --elements each (default: narrow types at the copy's tensor bytes)")
     _sampling_options(goals, 10, 2, "row")
     goals.add_argument("--repeats", type=_count(1), default=1, metavar="N",
-                       help="passes per timed span, for coarse timestamps (default 1; Dawn: 40)")
+                       help="passes per timed span, for timestamps rounded to coarse steps (default 1; 40 for those)")
     goals.add_argument("--match", metavar="REGEX",
                        help="measure only the rows whose label (as 'sign int8') matches this regex")
     goals.add_argument("--units-per-invocation", type=_count(1), metavar="N",
@@ -569,6 +569,9 @@ def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
 
 
 def _device(args, policy: DispatchPolicy | None = None) -> Device:
+    backend = getattr(args, "backend", None)
+    if backend_name(load_backend(backend)) == "dawn":
+        exact_dawn_timestamps()  # (where it cannot, the timestamp conversion's note says so)
     with _slow(args, "opening the adapter"):
         return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None),
                       runtime_checks=getattr(args, "runtime_checks", None), policy=policy)

@@ -78,7 +78,7 @@ class TargetOptions:
     same_elements: bool = False
     iterations: int = 10  # samples per figure; with max_noise, the fewest
     warmup: int = 2
-    repeats: int = 1  # passes per timed span (GpuTimer.run): Dawn's coarse timestamps need about 40
+    repeats: int = 1  # passes per timed span (GpuTimer.run): rounded timestamps (TickConversion.rounded) need about 40
     max_noise: float | None = None  # a noise target: sample each figure until its noise is at most this
     max_time_s: float = DEFAULT_MAX_TIME_S  # with max_noise: sampling time per figure, after its first samples
     match: str | None = None  # a regex: measure only the rows whose label matches

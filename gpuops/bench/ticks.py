@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from ..device import Device
-from .timing import CopyKernel, GpuTimer
+from .timing import CopyKernel, GpuTimer, timestamps_quantized
 
 TOLERANCE = 0.05  # a measured ns-per-tick within 5% of 1 is taken as exactly 1
 TARGET_PASS_NS = 32_000_000  # the long pass lasts about this long; the short one's copies are four times smaller
@@ -37,6 +37,7 @@ class TickConversion:
     short_pass: dict | None  # {"dispatches", "ticks", "host_ns"}
     long_pass: dict | None
     note: str
+    rounded: bool = False  # the implementation rounds timestamps down (Dawn's timestamp_quantization)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -71,7 +72,12 @@ def calibrate(device: Device, timer: GpuTimer) -> TickConversion:
     finally:
         for copy in copies:
             copy.release()
-    return settle(timer, estimates)
+    conversion = settle(timer, estimates)
+    if timestamps_quantized(device):
+        conversion = replace(conversion, rounded=True, note=conversion.note + (
+            "; Dawn rounds these timestamps down to coarse steps (its instance was made before gpuops-bench could "
+            "turn that off): time spans of many passes (--repeats 40)"))
+    return conversion
 
 
 def settle(timer: GpuTimer, estimates: list[tuple[float | None, dict, dict]]) -> TickConversion:

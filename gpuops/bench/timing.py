@@ -55,14 +55,19 @@ class Timing:
         return {**gpu, "host_median_ns": self.host_median_ns, "iterations": len(self.host_ns)}
 
 
-def exact_dawn_timestamps() -> None:
+def exact_dawn_timestamps() -> bool:
     """Have Dawn's devices report timestamps as the GPU gives them. By default Dawn rounds them down (its device
     toggle timestamp_quantization, a guard against timing attacks on the web) to multiples of 65536 ns, so a
-    span reads to a step at best. A benchmark turns that off; the library never does. Call it before the first
-    Dawn adapter is requested (Dawn's instance takes the toggle when it is made)."""
+    span reads to a step at best. A benchmark turns that off; the library never does. Dawn's instance takes the
+    toggle when it is made: False where this process made it already (its devices keep rounding; see
+    timestamps_quantized)."""
     from wgpudawn.backends.dawn import extras
 
-    extras.set_instance_extras(disable_toggles=["timestamp_quantization"])
+    try:
+        extras.set_instance_extras(disable_toggles=["timestamp_quantization"])
+    except RuntimeError:  # "Instance already exists"
+        return False
+    return True
 
 
 def timestamps_quantized(device: Device) -> bool:
@@ -109,8 +114,9 @@ class GpuTimer:
 
         With `repeats` > 1 each iteration records the work that many times back to back and reports the time
         of one: the span between the first pass's start and the last pass's end, divided by `repeats`. Use it
-        where timestamps are coarse (Dawn rounds them down to 65536 ns unless exact_dawn_timestamps() ran). `before()`, when given, runs before
-        each timed iteration, outside both its host and its GPU time (a cache flush)."""
+        where timestamps are coarse (Dawn rounds them down to 65536 ns unless exact_dawn_timestamps() ran).
+        `before()`, when given, runs before each timed iteration, outside both its host and its GPU time (a cache
+        flush)."""
         queue = self.wgpu_device.queue
         for _ in range(warmup):
             encoder = self.wgpu_device.create_command_encoder()
