@@ -573,7 +573,7 @@ def _device(args, policy: DispatchPolicy | None = None) -> Device:
     if backend_name(load_backend(backend)) == "dawn":
         exact_dawn_timestamps()  # (where it cannot, the timestamp conversion's note says so)
     with _slow(args, "opening the adapter"):
-        return Device(args.feature_level, adapter=args.adapter, backend=getattr(args, "backend", None),
+        return Device(args.feature_level, adapter=args.adapter, backend=backend,
                       runtime_checks=getattr(args, "runtime_checks", None), policy=policy)
 
 
