@@ -34,7 +34,7 @@ from gpuops import backends
 from gpuops.bench.reference import compare
 from gpuops.bench.report import write_json
 from gpuops.bench.targets import DATA_SETS, DEFAULT_ELEMENTS, label
-from gpuops.bench.timing import GpuTimer, exact_dawn_timestamps, timestamps_quantized
+from gpuops.bench.timing import GpuTimer, exact_timestamps_for, timestamps_quantized
 from gpuops.bench.cuda_context import hold_cuda_contexts
 from gpuops.bench.workload import Workload, bytes_moved, element_view
 from gpuops.device import bind_group_entries, record_pass
@@ -102,8 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write every row's figures to this file")
     args = parser.parse_args(argv)
     cuda_contexts = hold_cuda_contexts()  # noqa: F841 (held for the run)
-    if args.backend == "dawn":
-        exact_dawn_timestamps()
+    exact_timestamps_for(args.backend)
     device = gpuops.Device(**({"backend": args.backend} if args.backend else {}))
     usage = device.wgpu.BufferUsage
     flags = device.wgpu_device.create_buffer(size=16, usage=usage.STORAGE | usage.COPY_SRC | usage.COPY_DST) \

@@ -98,9 +98,7 @@ def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgp
     if requested is not None and not isinstance(requested, bool):
         raise ValidationError(f"Device: runtime_checks must be True, False or None, not {requested!r}")
     if backend_name(module) == "dawn" and wgpu_device is not None:
-        from wgpudawn.backends.dawn import extras
-
-        kept = not set(DAWN_UNCHECKED_TOGGLES) <= set(extras.get_toggles(wgpu_device))
+        kept = not set(DAWN_UNCHECKED_TOGGLES) <= dawn_toggles(wgpu_device)
         if requested is not None and requested != kept:
             raise ValidationError(f"Device: runtime_checks={requested} asked of a Dawn device made "
                                   f"{'with' if kept else 'without'} them: its toggles decide "
@@ -117,6 +115,13 @@ def resolve_runtime_checks(module: types.ModuleType, requested: bool | None, wgp
         raise DeviceError(f"Device: runtime_checks=False needs wgpu-native's trusted shader modules, which this "
                           f"wgpu-py ({module.__version__}) does not reach; pass runtime_checks=True")
     return requested if requested is not None else not possible
+
+
+def dawn_toggles(wgpu_device) -> set[str]:
+    """The toggles a Dawn device was made with (its runtime checks' and timestamps' among them)."""
+    from wgpudawn.backends.dawn import extras
+
+    return set(extras.get_toggles(wgpu_device))
 
 
 def request_device(module: types.ModuleType, adapter, runtime_checks: bool, **descriptor):

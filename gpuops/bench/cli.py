@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from .. import __version__, shaders
-from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, backend_name, installed_backends, load_backend
+from ..backends import BACKEND_ENV, BACKENDS, RUNTIME_CHECKS_ENV, installed_backends, load_backend
 from ..device import Device
 from ..enums import DataType, FeatureLevel
 from ..errors import DeviceError, GpuOpsError
@@ -31,7 +31,7 @@ from .suite import (DEFAULT_DTYPES, SWEEP_MIN, Session, cases_for, default_eleme
                     plot_sweep, run_cases, select_pairs, sweep_limit)
 from .stats import DEFAULT_MAX_TIME_S, MAX_SAMPLES, StoppingRule
 from .ticks import calibrate
-from .timing import CACHES, GpuTimer, exact_dawn_timestamps
+from .timing import CACHES, GpuTimer, exact_timestamps_for
 from .workload import DATA_HELP, DATA_SETS, LAYOUT_HELP, LAYOUTS, make_case, make_desc
 
 PROG = "gpuops-bench"
@@ -570,8 +570,7 @@ def _wrapped(words: list[str], indent: int, width: int = 110) -> str:
 
 def _device(args, policy: DispatchPolicy | None = None) -> Device:
     backend = getattr(args, "backend", None)
-    if backend_name(load_backend(backend)) == "dawn":
-        exact_dawn_timestamps()  # (where it cannot, the timestamp conversion's note says so)
+    exact_timestamps_for(backend)  # (where it cannot, the timestamp conversion's note says so)
     with _slow(args, "opening the adapter"):
         return Device(args.feature_level, adapter=args.adapter, backend=backend,
                       runtime_checks=getattr(args, "runtime_checks", None), policy=policy)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import wgpu
 
+from ..backends import backend_name, dawn_toggles, load_backend
 from ..device import Device
 from ..errors import ValidationError
 from .stats import Sampled, StoppingRule, sample
@@ -70,13 +71,16 @@ def exact_dawn_timestamps() -> bool:
     return True
 
 
+def exact_timestamps_for(backend: str | None) -> None:
+    """exact_dawn_timestamps() where `backend` (a Device's `backend` argument: a name, else $GPUOPS_BACKEND, else
+    wgpu-native) is Dawn; before the Device is made."""
+    if backend_name(load_backend(backend)) == "dawn":
+        exact_dawn_timestamps()  # (where it cannot, timestamps_quantized says so)
+
+
 def timestamps_quantized(device: Device) -> bool:
     """Whether the device's timestamps are rounded down (Dawn's timestamp_quantization; see exact_dawn_timestamps)."""
-    if device.backend != "dawn":
-        return False
-    from wgpudawn.backends.dawn import extras
-
-    return "timestamp_quantization" in extras.get_toggles(device.wgpu_device)
+    return device.backend == "dawn" and "timestamp_quantization" in dawn_toggles(device.wgpu_device)
 
 
 class GpuTimer:
